@@ -1,0 +1,31 @@
+import type { Clock } from './types.js';
+
+/** The real clock: Date.now() for wall time, performance.now() for intervals. */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  monotonic: () => performance.now(),
+};
+
+/** A clock that moves only when told to; both readings advance together. */
+export class ManualClock implements Clock {
+  #wall: number;
+  #mono = 0;
+  constructor(wallStartMs = Date.UTC(2026, 0, 1)) {
+    this.#wall = wallStartMs;
+  }
+  now(): number {
+    return this.#wall;
+  }
+  monotonic(): number {
+    return this.#mono;
+  }
+  /** Advance both clocks by ms. */
+  advance(ms: number): void {
+    this.#wall += ms;
+    this.#mono += ms;
+  }
+  /** Move only the wall clock (to test that intervals ignore it). */
+  jumpWall(ms: number): void {
+    this.#wall += ms;
+  }
+}

@@ -1,0 +1,1 @@
+declare const __PETSTORE_VERSION__: string;

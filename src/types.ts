@@ -1,0 +1,31 @@
+// Plain data shared by every layer. Nothing here knows about HTTP.
+
+export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
+export type PetStatus = (typeof PET_STATUSES)[number];
+
+/** What a client sends to add an animal (already validated). */
+export interface NewPet {
+  name: string;
+  categoryId: number;
+  status?: PetStatus;
+}
+
+/** An animal as stored and returned: a NewPet plus the id the service assigned. */
+export interface Pet extends NewPet {
+  id: number;
+}
+
+/** Time, injected so that tests and embedders control it. */
+export interface Clock {
+  /** Wall-clock time in ms since the Unix epoch (for headers such as X-RateLimit-Reset). */
+  now(): number;
+  /** Monotonic time in ms from an arbitrary origin (for all interval arithmetic). */
+  monotonic(): number;
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** Structured logger; fields never contain an API key. */
+export interface Logger {
+  log(level: LogLevel, msg: string, fields?: Record<string, unknown>): void;
+}
