@@ -1,7 +1,8 @@
 // Builds dist/petstore.js: one ESM bundle for Node 20 with no runtime dependencies.
 // With --tests, also transpiles src/ and test/ file by file into build/ for `node --test`.
 import { build } from 'esbuild';
-import { readdirSync, rmSync, readFileSync } from 'node:fs';
+import { readdirSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
 const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
@@ -27,6 +28,16 @@ await build({
   banner: { js: '#!/usr/bin/env node' },
   logLevel: 'warning',
 });
+
+// Declarations beside the bundle, so TypeScript embedders get checked options and handle.
+rmSync('dist/types', { recursive: true, force: true });
+const tsc = spawnSync(process.execPath, [
+  'node_modules/typescript/bin/tsc', 'src/main.ts', 'src/globals.d.ts', '--declaration', '--emitDeclarationOnly',
+  '--outDir', 'dist/types', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022',
+  '--strict', '--skipLibCheck', '--types', 'node', '--resolveJsonModule', '--ignoreConfig', '--rootDir', '.',
+], { stdio: 'inherit' });
+if (tsc.status !== 0) process.exit(tsc.status ?? 1);
+writeFileSync('dist/petstore.d.ts', "export * from './types/src/main.js';\n");
 
 if (process.argv.includes('--tests')) {
   rmSync('build', { recursive: true, force: true });

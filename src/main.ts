@@ -1,1 +1,26 @@
-export {};
+// The bundle's entry: importing it starts nothing; running it (node dist/petstore.js) does.
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { main } from './cli.js';
+
+export { startPetstore, StartError } from './server.js';
+export type { StartOptions, PetstoreHandle, LogFunction } from './server.js';
+export { ConfigError } from './config.js';
+export type { Pet, NewPet, PetStatus, Clock, Logger, LogLevel } from './types.js';
+export { ManualClock } from './clock.js';
+
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false; // argv[1] is not a file (e.g. node -e): then we were imported
+  }
+}
+
+if (isEntryPoint()) {
+  main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

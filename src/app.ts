@@ -1,0 +1,274 @@
+// The HTTP layer: one request lifecycle, and one function (`send`) that every response,
+// errors included, passes through. The phases, in order, and the statuses they answer:
+//   1. /healthz                         200 (no key, no limit)
+//   2. route match (kept for phase 5)   -- deprecated routes get their headers from here on
+//   3. authentication                   key, or the per-address budget of keyless requests
+//   4. rate limit                       429 rate_limited / temporarily_banned
+//   5. 401 / 404 / 405                  unauthorized, not_found, method_not_allowed (+ Allow)
+//   6. handler                          400, 413, 415 -> 200, 201, 404, 501, 503
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { authenticate, challenge } from './auth.js';
+import { BodyTooLarge } from './body.js';
+import type { Config } from './config.js';
+import { ApiError, errorBody, type ErrorCode } from './errors.js';
+import type { Limiter, LimitResult } from './limiter.js';
+import { parseQuery } from './query.js';
+import { Router } from './router.js';
+import type { Reply, RouteSpec } from './routes.js';
+import type { PetStore } from './store.js';
+import { StoreUnavailableError } from './store.js';
+import type { Clock, Logger } from './types.js';
+
+export interface AppDeps {
+  readonly store: PetStore;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Limits per API key (ids are key digests). */
+  readonly keyLimiter: Limiter;
+  /** Limits per client address, for requests without a valid key (bounded table). */
+  readonly addressLimiter: Limiter;
+  /** The config in force; a reload swaps it. */
+  config(): Config;
+  /** Public base URL ending in /v1, when fixed by --env; otherwise derived from the request. */
+  readonly publicBase: string | undefined;
+  readonly routes: readonly RouteSpec[];
+}
+
+export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** Per-request state carried through the phases. */
+interface Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly started: number;
+  readonly reqId: string;
+  /** Headers every response of this request carries (rate limit, deprecation, ...). */
+  readonly headers: Record<string, string>;
+  keyName: string | undefined;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+// A client-sent request id is echoed only when it is short and plain, so logs stay clean.
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+const SANE_HOST = /^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$/;
+// Deprecated since release 1.0.0 of this service (1 January 2026), per RFC 9745.
+const DEPRECATION = `@${Date.UTC(2026, 0, 1) / 1000}`;
+// After a 413 the rest of the upload is read and thrown away up to this many bytes, so the
+// client sees the status instead of a connection reset; past it the connection is dropped.
+const DRAIN_CAP_BYTES = 8 * 1024 * 1024;
+
+export function createApp(deps: AppDeps): RequestListener {
+  const router = new Router<RouteSpec>();
+  for (const route of deps.routes) router.add(route.method, `/v1${route.path}`, route);
+
+  return (req, res) => {
+    const x: Exchange = {
+      req,
+      res,
+      started: deps.clock.monotonic(),
+      reqId: requestId(req),
+      headers: {},
+      keyName: undefined,
+    };
+    handle(deps, router, x).catch((err: unknown) => fail(deps, x, err));
+  };
+}
+
+async function handle(deps: AppDeps, router: Router<RouteSpec>, x: Exchange): Promise<void> {
+  const url = x.req.url ?? '/';
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  const method = x.req.method ?? 'GET';
+
+  if (path === '/healthz') {
+    send(deps, x, 200, '{"status":"ok"}');
+    return;
+  }
+
+  const match = router.match(method, path);
+  const route = match.kind === 'found' ? match.handler : undefined;
+  // Every response of a deprecated operation carries the headers, errors included.
+  if (route?.deprecated) addDeprecation(x, base(deps, x.req), route.deprecated.successor, route.deprecated.sunset);
+
+  const config = deps.config();
+  if (config.cors.origins.length > 0 && allowCors(x, config)) {
+    // A CORS preflight (Fetch standard) carries no credentials: answer it before authentication.
+    if (method === 'OPTIONS' && x.req.headers['access-control-request-method'] !== undefined && match.kind !== 'not_found') {
+      applyLimit(x, deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous));
+      x.headers['access-control-allow-methods'] = match.allow;
+      x.headers['access-control-allow-headers'] = 'Authorization, Content-Type, X-Request-Id';
+      x.headers['access-control-max-age'] = '600';
+      send(deps, x, 204, undefined);
+      return;
+    }
+  }
+  if (route?.auth === 'none') {
+    const limit = deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous);
+    applyLimit(x, limit);
+  } else {
+    const auth = authenticate(x.req.headers.authorization, config.keys);
+    if (auth.kind === 'key') {
+      x.keyName = auth.entry.name;
+      applyLimit(x, deps.keyLimiter.take(auth.entry.digest, auth.entry.limits));
+    } else {
+      // Keyless and wrong-key requests share a small per-address budget, so keys cannot be
+      // guessed at speed; the 401 carries that budget's headers.
+      applyLimit(x, deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous));
+      x.headers['www-authenticate'] = challenge(auth);
+      throw new ApiError('unauthorized', auth.kind === 'missing'
+        ? 'An API key is required: send "Authorization: Bearer <key>".'
+        : 'The API key is not valid.');
+    }
+  }
+
+  if (match.kind === 'not_found') throw new ApiError('not_found', `No route for ${method} ${clip(path)}.`);
+  if (match.kind === 'method_not_allowed') {
+    x.headers.allow = match.allow;
+    throw new ApiError('method_not_allowed', `Method ${clip(method)} is not allowed on ${clip(path)}; allowed: ${match.allow}.`);
+  }
+  const reply: Reply = await match.handler.handler({
+    req: x.req,
+    params: match.params,
+    query: parseQuery(q === -1 ? '' : url.slice(q + 1)),
+    store: deps.store,
+    maxBodyBytes: config.maxBodyBytes,
+    base: base(deps, x.req),
+    config,
+  });
+  if (reply.headers) Object.assign(x.headers, reply.headers);
+  send(deps, x, reply.status, reply.body);
+}
+
+const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit-Policy, RateLimit, Retry-After, ' +
+  'Link, Location, Deprecation, Sunset, X-Request-Id, WWW-Authenticate';
+
+/** Adds the CORS response headers when the request's Origin is allowed; false otherwise. */
+function allowCors(x: Exchange, config: Config): boolean {
+  const origin = x.req.headers.origin;
+  if (origin === undefined) return false;
+  const any = config.cors.origins.includes('*');
+  if (!any && !config.cors.origins.includes(origin)) return false;
+  x.headers['access-control-allow-origin'] = any ? '*' : origin;
+  if (!any) x.headers.vary = 'Origin';
+  x.headers['access-control-expose-headers'] = EXPOSED;
+  return true;
+}
+
+/** Adds the limiter's headers; a refusal becomes the response. */
+function applyLimit(x: Exchange, limit: LimitResult): void {
+  for (const [name, value] of limit.headers) x.headers[name] = value;
+  if (limit.outcome === 'ok') return;
+  const message = limit.outcome === 'temporarily_banned'
+    ? `Too many requests after 429 responses: temporarily banned; retry after ${limit.retryAfter} s.`
+    : `Rate limit exceeded; retry after ${limit.retryAfter} s.`;
+  throw new ApiError(limit.outcome satisfies ErrorCode, message);
+}
+
+function addDeprecation(x: Exchange, baseUrl: string, successor: string, sunset: string): void {
+  x.headers.deprecation = DEPRECATION; // RFC 9745
+  x.headers.sunset = sunset; // RFC 8594
+  x.headers.link = `<${baseUrl}${successor}>; rel="successor-version"`; // RFC 8288
+}
+
+/** Turns any failure into an Error body; only unexpected ones are 500s, and logged. */
+function fail(deps: AppDeps, x: Exchange, err: unknown): void {
+  if (x.res.headersSent) {
+    deps.logger.log('error', 'failure after the response started', { reqId: x.reqId, err: String(err) });
+    x.res.destroy();
+    return;
+  }
+  let error: ApiError;
+  if (err instanceof ApiError) {
+    error = err;
+  } else if (err instanceof StoreUnavailableError) {
+    error = new ApiError('service_unavailable', 'The store cannot write right now; nothing was added. Retry later.');
+    x.headers['retry-after'] = '5';
+    deps.logger.log('error', 'store unavailable', { reqId: x.reqId, err: err.message });
+  } else {
+    error = new ApiError('internal_error', `Internal error; the request changed nothing (request id ${x.reqId}).`);
+    deps.logger.log('error', 'unexpected failure', { reqId: x.reqId, err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  }
+  if (error.headers) Object.assign(x.headers, error.headers);
+  if (error instanceof BodyTooLarge) drainUpload(x);
+  send(deps, x, error.status, errorBody(error.code, error.message));
+}
+
+/**
+ * After a 413 the unread upload must not turn into a TCP reset before the client reads the
+ * status: closing a socket with unread input sends RST, and the peer may then discard the
+ * response it has not read yet. So the rest is read and thrown away (the connection stays
+ * usable), up to a cap; past the cap the connection is dropped.
+ */
+function drainUpload(x: Exchange): void {
+  const socket = x.req.socket; // req.socket is null once the request is destroyed
+  let drained = 0;
+  x.req.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_CAP_BYTES) socket.destroy();
+  });
+  x.req.on('error', () => socket.destroy());
+  x.req.resume();
+}
+
+/** The one exit: every response of the service is written here, with writeHead and end once. */
+function send(deps: AppDeps, x: Exchange, status: number, body: string | undefined): void {
+  const headers = x.headers;
+  headers['x-request-id'] = x.reqId;
+  if (body !== undefined) {
+    headers['content-type'] = JSON_TYPE;
+    headers['content-length'] = String(Buffer.byteLength(body));
+  }
+  headers['cache-control'] = 'no-store';
+  x.res.writeHead(status, headers);
+  x.res.end(body);
+  deps.logger.log('info', 'request completed', {
+    reqId: x.reqId,
+    req: { method: x.req.method, url: x.req.url },
+    res: { statusCode: status },
+    responseTime: Math.round((deps.clock.monotonic() - x.started) * 100) / 100,
+    key: x.keyName,
+  });
+}
+
+function requestId(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+function base(deps: AppDeps, req: IncomingMessage): string {
+  if (deps.publicBase) return deps.publicBase;
+  const host = req.headers.host;
+  if (host !== undefined && SANE_HOST.test(host)) return `http://${host}/v1`;
+  const addr = req.socket.localAddress ?? '127.0.0.1';
+  return `http://${addr.includes(':') ? `[${addr}]` : addr}:${req.socket.localPort ?? 0}/v1`;
+}
+
+/**
+ * The address a keyless request is limited by: the socket's peer, or with trustProxy the
+ * last X-Forwarded-For hop (the one our own proxy appended). IPv6 clients own whole /64s,
+ * so they are limited per /64.
+ */
+function clientAddress(req: IncomingMessage, config: Config): string {
+  let addr = req.socket.remoteAddress ?? 'unknown';
+  if (config.trustProxy) {
+    const fwd = req.headers['x-forwarded-for'];
+    const last = typeof fwd === 'string' ? fwd.split(',').pop()?.trim() : undefined;
+    if (last) addr = last;
+  }
+  if (addr.startsWith('::ffff:')) addr = addr.slice(7);
+  if (addr.includes(':')) return `ip6:${ipv6Prefix64(addr)}`;
+  return `ip:${addr}`;
+}
+
+function ipv6Prefix64(addr: string): string {
+  const [head = '', tail] = addr.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':');
+}
+
+function clip(text: string): string {
+  return text.length > 80 ? `${text.slice(0, 80)}...` : text;
+}

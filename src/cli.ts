@@ -1,0 +1,202 @@
+// The command line: parse flags, apply the precedence flag > environment > config file >
+// default, start the server, print the ready line, and handle signals.
+// main() returns an exit code; nothing in here calls process.exit.
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfigFile, parseConfig, type Config } from './config.js';
+import { jsonLogger } from './log.js';
+import { readSeedFile } from './seed.js';
+import { StartError, startPetstore, type PetstoreHandle } from './server.js';
+import { StoreOpenError } from './store.js';
+import defaultConfig from '../petstore.config.json' with { type: 'json' };
+
+export const USAGE = `Usage: node dist/petstore.js [options]
+
+  --config FILE        config file (default: ./petstore.config.json, else the built-in demo config)
+  --data FILE          data file (default: the config's dataFile, data/pets.json)
+  --memory             keep pets in memory only; write nothing
+  --port N             port to listen on; 0 picks a free one (default 8080)
+  --host H             address to bind (default 127.0.0.1)
+  --env NAME           production or staging: whose base URL appears in links
+  --seed FILE          add the pets of a JSON array at start
+  --log-level LEVEL    debug, info, warn, error or silent (default info)
+  --help               print this help
+  --version            print the version
+
+Environment: PETSTORE_CONFIG, PETSTORE_DATA, PORT, HOST (a flag wins over its variable).
+Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the config file.
+The first line on stdout is "petstore listening on http://HOST:PORT/v1".`;
+
+export interface Io {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const processIo: Io = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+};
+
+interface Resolved {
+  config: Config;
+  configSource: string | Record<string, unknown>;
+  dataFile: string | undefined;
+  port: number;
+  host: string;
+  env: 'production' | 'staging' | undefined;
+  seedFile: string | undefined;
+  logLevel: Config['logLevel'];
+}
+
+/** Run the service until a signal stops it; resolves with the exit code. */
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, io: Io = processIo): Promise<number> {
+  let resolved: Resolved;
+  try {
+    const parsed = parse(argv);
+    if (parsed === 'help') {
+      io.out(USAGE);
+      return 0;
+    }
+    if (parsed === 'version') {
+      io.out(__PETSTORE_VERSION__);
+      return 0;
+    }
+    resolved = await resolveOptions(parsed, env, io);
+  } catch (err) {
+    io.err(`petstore: ${describeStartError(err)}`);
+    return err instanceof UsageError ? 2 : 1;
+  }
+
+  let handle: PetstoreHandle;
+  try {
+    const seed = resolved.seedFile === undefined ? undefined : await readSeedFile(resolved.seedFile);
+    handle = await startPetstore({
+      config: resolved.configSource,
+      dataFile: resolved.dataFile,
+      port: resolved.port,
+      host: resolved.host,
+      env: resolved.env,
+      seed,
+      logger: jsonLogger(resolved.logLevel, (line) => process.stdout.write(line)),
+    });
+  } catch (err) {
+    io.err(`petstore: ${describeStartError(err)}`);
+    return 1;
+  }
+  io.out(`petstore listening on ${handle.url}`);
+  return waitForSignals(handle, resolved, io);
+}
+
+class UsageError extends Error {}
+
+type Parsed = Record<string, string | boolean | undefined>;
+
+function parse(argv: readonly string[]): Parsed | 'help' | 'version' {
+  let values: Parsed;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        config: { type: 'string' },
+        data: { type: 'string' },
+        memory: { type: 'boolean' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        env: { type: 'string' },
+        seed: { type: 'string' },
+        'log-level': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+    }));
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n${USAGE}`);
+  }
+  if (values.help) return 'help';
+  if (values.version) return 'version';
+  if (values.memory && values.data !== undefined) throw new UsageError('--data and --memory cannot be used together');
+  return values;
+}
+
+function parsePort(raw: string, where: string): number {
+  if (!/^[0-9]{1,5}$/.test(raw) || Number(raw) > 65535) throw new UsageError(`${where} must be a port number from 0 to 65535, got "${raw}"`);
+  return Number(raw);
+}
+
+async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: Io): Promise<Resolved> {
+  const str = (name: string): string | undefined => (typeof flags[name] === 'string' ? (flags[name] as string) : undefined);
+  const explicitConfig = str('config') ?? (env.PETSTORE_CONFIG || undefined);
+  let config: Config;
+  let configSource: string | Record<string, unknown>;
+  if (explicitConfig !== undefined || existsSync('petstore.config.json')) {
+    configSource = resolve(explicitConfig ?? 'petstore.config.json');
+    config = await loadConfigFile(configSource);
+  } else {
+    io.err('petstore: no ./petstore.config.json; using the built-in demo config (demo keys, do not expose)');
+    configSource = defaultConfig as Record<string, unknown>;
+    config = parseConfig(configSource, 'built-in demo config', process.cwd());
+  }
+  const dataFlag = str('data') ?? (env.PETSTORE_DATA || undefined);
+  const dataFile = flags.memory ? undefined : dataFlag !== undefined ? resolve(dataFlag) : config.dataFile;
+  const portRaw = str('port') ?? (env.PORT || undefined);
+  const port = portRaw === undefined ? config.port : parsePort(portRaw, str('port') !== undefined ? '--port' : 'PORT');
+  const host = str('host') ?? (env.HOST || undefined) ?? config.host;
+  const envName = str('env');
+  if (envName !== undefined && envName !== 'production' && envName !== 'staging') {
+    throw new UsageError(`--env must be production or staging, got "${envName}"`);
+  }
+  const level = str('log-level');
+  if (level !== undefined && !['debug', 'info', 'warn', 'error', 'silent'].includes(level)) {
+    throw new UsageError(`--log-level must be debug, info, warn, error or silent, got "${level}"`);
+  }
+  return {
+    config, configSource, dataFile, port, host, env: envName, seedFile: str('seed'),
+    logLevel: (level as Config['logLevel'] | undefined) ?? config.logLevel,
+  };
+}
+
+function describeStartError(err: unknown): string {
+  if (err instanceof ConfigError) return err.message;
+  if (err instanceof StoreOpenError || err instanceof StartError || err instanceof UsageError) return err.message;
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+/** Serve until SIGTERM or SIGINT; SIGHUP reloads the config file (a bad one is refused). */
+function waitForSignals(handle: PetstoreHandle, resolved: Resolved, io: Io): Promise<number> {
+  return new Promise((done) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      io.err(`petstore: ${signal} received, finishing in-flight requests`);
+      handle.close().then(
+        () => { cleanup(); done(0); },
+        (err: unknown) => { io.err(`petstore: error while stopping: ${describeStartError(err)}`); cleanup(); done(1); },
+      );
+    };
+    const reload = (): void => {
+      if (typeof resolved.configSource !== 'string') {
+        io.err('petstore: SIGHUP ignored: running on the built-in config, there is no file to reload');
+        return;
+      }
+      handle.reload(resolved.configSource).then(
+        () => io.err(`petstore: config reloaded from ${resolved.configSource as string}`),
+        (err: unknown) => io.err(`petstore: config reload refused, the old config stays in force: ${describeStartError(err)}`),
+      );
+    };
+    const onTerm = (): void => stop('SIGTERM');
+    const onInt = (): void => stop('SIGINT');
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+    process.on('SIGHUP', reload);
+    function cleanup(): void {
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+      process.off('SIGHUP', reload);
+    }
+  });
+}

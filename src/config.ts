@@ -1,0 +1,285 @@
+// The config file: keys, plans and server settings. Validated once, every problem listed at
+// once with the file named, then frozen. Keys are held only as SHA-256 digests after loading.
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import type { LogLevel } from './types.js';
+
+export interface Limits {
+  readonly perMinute: number;
+  readonly perDay: number;
+}
+
+export interface KeyEntry {
+  /** Hex SHA-256 of the key: how the key is looked up, and its id in the limiter. */
+  readonly digest: string;
+  /** A name for logs (never the key itself). */
+  readonly name: string;
+  readonly plan: string;
+  readonly limits: Limits;
+}
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  /** Absolute path, or undefined for an in-memory store. */
+  readonly dataFile: string | undefined;
+  readonly environments: Readonly<Record<'production' | 'staging', string>>;
+  readonly plans: Readonly<Record<string, Limits>>;
+  readonly keys: ReadonlyMap<string, KeyEntry>;
+  readonly ban: { readonly after: number; readonly seconds: number };
+  readonly anonymous: Limits;
+  /** Size of the per-address table of keyless clients before the least recent are evicted. */
+  readonly anonymousTableSize: number;
+  readonly maxBodyBytes: number;
+  readonly trustProxy: boolean;
+  readonly cors: { readonly origins: readonly string[] };
+  readonly logLevel: LogLevel | 'silent';
+}
+
+export const DEFAULT_PLANS: Readonly<Record<string, Limits>> = {
+  free: { perMinute: 60, perDay: 1000 },
+  pro: { perMinute: 300, perDay: 10000 },
+  business: { perMinute: 1000, perDay: 100000 },
+};
+
+const TOP_LEVEL = new Set([
+  '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
+  'anonymousTableSize', 'maxBodyBytes', 'trustProxy', 'cors', 'logLevel',
+]);
+const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+// RFC 6750 section 2.1: a bearer token is a token68.
+const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+export class ConfigError extends Error {
+  readonly source: string;
+  readonly problems: readonly string[];
+  constructor(source: string, problems: readonly string[]) {
+    super(`${source}: invalid config:\n  - ${problems.join('\n  - ')}`);
+    this.source = source;
+    this.problems = problems;
+  }
+}
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+type Raw = Record<string, unknown>;
+
+function isObject(v: unknown): v is Raw {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Collects problems while reading fields, so that every one is reported at once. */
+class Reader {
+  readonly problems: string[] = [];
+  problem(msg: string): void {
+    this.problems.push(msg);
+  }
+  positiveInt(v: unknown, where: string): number | undefined {
+    if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) return v;
+    this.problem(`${where} must be a positive integer, got ${JSON.stringify(v) ?? 'nothing'}`);
+    return undefined;
+  }
+  limits(v: unknown, where: string): Limits | undefined {
+    if (!isObject(v)) {
+      this.problem(`${where} must be an object {"perMinute": N, "perDay": N}`);
+      return undefined;
+    }
+    for (const k of Object.keys(v)) if (k !== 'perMinute' && k !== 'perDay') this.problem(`${where}.${k} is not a known field`);
+    const perMinute = this.positiveInt(v.perMinute, `${where}.perMinute`);
+    const perDay = this.positiveInt(v.perDay, `${where}.perDay`);
+    return perMinute !== undefined && perDay !== undefined ? { perMinute, perDay } : undefined;
+  }
+  string(v: unknown, where: string): string | undefined {
+    if (typeof v === 'string' && v !== '') return v;
+    this.problem(`${where} must be a non-empty string`);
+    return undefined;
+  }
+}
+
+/**
+ * Validate a parsed config. `source` names it in messages; `baseDir` anchors a relative
+ * dataFile (the config file's own directory, so a service's cwd does not matter).
+ */
+export function parseConfig(raw: unknown, source: string, baseDir: string): Config {
+  const r = new Reader();
+  if (!isObject(raw)) throw new ConfigError(source, ['the config must be a JSON object']);
+  for (const k of Object.keys(raw)) if (!TOP_LEVEL.has(k)) r.problem(`unknown top-level field "${k}"`);
+
+  const host = raw.host === undefined ? '127.0.0.1' : r.string(raw.host, 'host');
+  let port = 8080;
+  if (raw.port !== undefined) {
+    if (typeof raw.port === 'number' && Number.isInteger(raw.port) && raw.port >= 0 && raw.port <= 65535) port = raw.port;
+    else r.problem('port must be an integer from 0 to 65535');
+  }
+  let dataFile: string | undefined;
+  if (raw.dataFile !== undefined && raw.dataFile !== null) {
+    const f = r.string(raw.dataFile, 'dataFile');
+    if (f !== undefined) dataFile = resolve(baseDir, f);
+  }
+  const environments = readEnvironments(r, raw.environments);
+  const plans = readPlans(r, raw.plans);
+  const keys = readKeys(r, raw.keys, plans);
+  const ban = readBan(r, raw.ban);
+  const anonymous = raw.anonymous === undefined ? { perMinute: 30, perDay: 500 } : r.limits(raw.anonymous, 'anonymous');
+  const anonymousTableSize = raw.anonymousTableSize === undefined ? 100_000 : r.positiveInt(raw.anonymousTableSize, 'anonymousTableSize');
+  const maxBodyBytes = raw.maxBodyBytes === undefined ? 64 * 1024 : r.positiveInt(raw.maxBodyBytes, 'maxBodyBytes');
+  let trustProxy = false;
+  if (raw.trustProxy !== undefined) {
+    if (typeof raw.trustProxy === 'boolean') trustProxy = raw.trustProxy;
+    else r.problem('trustProxy must be true or false');
+  }
+  const cors = readCors(r, raw.cors);
+  let logLevel: Config['logLevel'] = 'info';
+  if (raw.logLevel !== undefined) {
+    if ((LOG_LEVELS as readonly unknown[]).includes(raw.logLevel)) logLevel = raw.logLevel as Config['logLevel'];
+    else r.problem(`logLevel must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+
+  if (r.problems.length > 0 || host === undefined || anonymous === undefined || maxBodyBytes === undefined || anonymousTableSize === undefined) {
+    throw new ConfigError(source, r.problems);
+  }
+  return Object.freeze({
+    host, port, dataFile, environments, plans, keys, ban, anonymous, anonymousTableSize, maxBodyBytes, trustProxy, cors, logLevel,
+  });
+}
+
+function readEnvironments(r: Reader, v: unknown): Config['environments'] {
+  const out = { production: 'https://api.example.com/v1', staging: 'https://staging-api.example.com/v1' };
+  if (v === undefined) return out;
+  if (!isObject(v)) {
+    r.problem('environments must be an object {"production": URL, "staging": URL}');
+    return out;
+  }
+  for (const [name, url] of Object.entries(v)) {
+    if (name !== 'production' && name !== 'staging') {
+      r.problem(`environments.${name} is not a known environment (production, staging)`);
+    } else if (typeof url !== 'string' || !/^https?:\/\/[^\s]+\/v1$/.test(url)) {
+      r.problem(`environments.${name} must be an http(s) URL ending in /v1`);
+    } else {
+      out[name] = url;
+    }
+  }
+  return Object.freeze(out);
+}
+
+function readPlans(r: Reader, v: unknown): Record<string, Limits> {
+  if (v === undefined) return DEFAULT_PLANS;
+  if (!isObject(v)) {
+    r.problem('plans must be an object of plan name to {"perMinute", "perDay"}');
+    return {};
+  }
+  const plans: Record<string, Limits> = Object.create(null) as Record<string, Limits>;
+  for (const [name, limits] of Object.entries(v)) {
+    const l = r.limits(limits, `plans.${name}`);
+    if (l) plans[name] = Object.freeze(l);
+  }
+  return Object.freeze(plans);
+}
+
+function readKeys(r: Reader, v: unknown, plans: Record<string, Limits>): Map<string, KeyEntry> {
+  const keys = new Map<string, KeyEntry>();
+  if (v === undefined) return keys;
+  if (!Array.isArray(v)) {
+    r.problem('keys must be an array');
+    return keys;
+  }
+  const seen = new Map<string, string>();
+  v.forEach((item: unknown, i) => {
+    const where = `keys[${i}]`;
+    if (!isObject(item)) {
+      r.problem(`${where} must be an object`);
+      return;
+    }
+    for (const k of Object.keys(item)) if (!KEY_FIELDS.has(k)) r.problem(`${where}.${k} is not a known field`);
+    const digest = readKeyDigest(r, item, where);
+    const name = item.name === undefined ? `key #${i + 1}` : r.string(item.name, `${where}.name`);
+    if (digest !== undefined) {
+      const first = seen.get(digest);
+      if (first !== undefined) r.problem(`${where} is the same key as ${first}: duplicate keys are not allowed`);
+      else seen.set(digest, where);
+    }
+    const plan = r.string(item.plan, `${where}.plan`);
+    let limits: Limits | undefined;
+    if (item.limits !== undefined) limits = r.limits(item.limits, `${where}.limits`);
+    else if (plan !== undefined && plans[plan]) limits = plans[plan];
+    else if (plan === 'enterprise') r.problem(`${where}: plan "enterprise" is custom, so the key needs its own "limits"`);
+    else if (plan !== undefined) r.problem(`${where}.plan "${plan}" is not a known plan (${[...Object.keys(plans), 'enterprise'].join(', ')})`);
+    if (plan !== undefined && item.limits !== undefined && plan !== 'enterprise' && !plans[plan]) {
+      r.problem(`${where}.plan "${plan}" is not a known plan (${[...Object.keys(plans), 'enterprise'].join(', ')})`);
+    }
+    if (digest === undefined || name === undefined || plan === undefined || limits === undefined || keys.has(digest)) return;
+    keys.set(digest, Object.freeze({ digest, name, plan, limits }));
+  });
+  return keys;
+}
+
+function readKeyDigest(r: Reader, item: Raw, where: string): string | undefined {
+  const hasKey = item.key !== undefined;
+  const hasDigest = item.sha256 !== undefined;
+  if (hasKey === hasDigest) {
+    r.problem(`${where} needs exactly one of "key" (the key in clear) or "sha256" (its hex SHA-256 digest)`);
+    return undefined;
+  }
+  if (hasKey) {
+    // Never echo the key itself in a message: it is a secret.
+    if (typeof item.key !== 'string' || !TOKEN68.test(item.key)) {
+      r.problem(`${where}.key must be a non-empty string of token characters (A-Z a-z 0-9 - . _ ~ + /)`);
+      return undefined;
+    }
+    return sha256Hex(item.key);
+  }
+  if (typeof item.sha256 !== 'string' || !/^[0-9a-fA-F]{64}$/.test(item.sha256)) {
+    r.problem(`${where}.sha256 must be 64 hexadecimal characters`);
+    return undefined;
+  }
+  return item.sha256.toLowerCase();
+}
+
+function readBan(r: Reader, v: unknown): Config['ban'] {
+  if (v === undefined) return { after: 20, seconds: 300 };
+  if (!isObject(v)) {
+    r.problem('ban must be an object {"after": N, "seconds": N}');
+    return { after: 20, seconds: 300 };
+  }
+  for (const k of Object.keys(v)) if (k !== 'after' && k !== 'seconds') r.problem(`ban.${k} is not a known field`);
+  const after = r.positiveInt(v.after, 'ban.after') ?? 20;
+  const seconds = r.positiveInt(v.seconds, 'ban.seconds') ?? 300;
+  return Object.freeze({ after, seconds });
+}
+
+function readCors(r: Reader, v: unknown): Config['cors'] {
+  if (v === undefined) return { origins: [] };
+  if (!isObject(v) || !Array.isArray(v.origins)) {
+    r.problem('cors must be an object {"origins": ["https://app.example.com", ...]}');
+    return { origins: [] };
+  }
+  const origins: string[] = [];
+  v.origins.forEach((o: unknown, i) => {
+    if (typeof o === 'string' && (o === '*' || /^https?:\/\/[^\s/]+$/.test(o))) origins.push(o);
+    else r.problem(`cors.origins[${i}] must be "*" or an origin such as "https://app.example.com" (no path)`);
+  });
+  return Object.freeze({ origins: Object.freeze(origins) });
+}
+
+/** Read and validate a config file; the error names the file and every problem. */
+export async function loadConfigFile(path: string): Promise<Config> {
+  const file = resolve(path);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (err as Error).message;
+    throw new ConfigError(file, [`cannot read the config file: ${reason}`]);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(file, [`not valid JSON: ${(err as Error).message}`]);
+  }
+  return parseConfig(raw, file, dirname(file));
+}

@@ -1,0 +1,38 @@
+// One registry of error codes: every failure the service answers with comes from here, so
+// the `code` a client sees is stable and every code is documented (see test/errors.test.ts).
+
+export const ERROR_CODES = {
+  invalid_request: { status: 400, summary: 'The request has a missing or invalid parameter or body field.' },
+  unauthorized: { status: 401, summary: 'The API key is missing or invalid.' },
+  not_found: { status: 404, summary: 'No such resource or path.' },
+  request_timeout: { status: 408, summary: 'The request (headers or body) did not arrive in time.' },
+  method_not_allowed: { status: 405, summary: 'The path exists but not with this method; see the Allow header.' },
+  payload_too_large: { status: 413, summary: 'The request body is larger than the configured maximum.' },
+  request_header_fields_too_large: { status: 431, summary: 'The request headers are larger than the server accepts.' },
+  unsupported_media_type: { status: 415, summary: 'The request body is not application/json.' },
+  rate_limited: { status: 429, summary: 'Rate limit exceeded; wait Retry-After seconds.' },
+  temporarily_banned: { status: 429, summary: 'The key (or address) kept sending after 429s and is banned for Retry-After seconds.' },
+  internal_error: { status: 500, summary: 'An unexpected failure; the request changed nothing.' },
+  not_implemented: { status: 501, summary: 'The operation exists but its shape is not published.' },
+  service_unavailable: { status: 503, summary: 'The store cannot write right now (disk full or failing); nothing was changed.' },
+} as const satisfies Record<string, { status: number; summary: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The one error type the HTTP layer turns into an Error body; anything else is a 500. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>> | undefined;
+  constructor(code: ErrorCode, message: string, headers?: Record<string, string>) {
+    super(message);
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.headers = headers;
+  }
+}
+
+/** The spec's Error body, serialized. */
+export function errorBody(code: ErrorCode, message: string): string {
+  return JSON.stringify({ code, message, status: ERROR_CODES[code].status });
+}

@@ -1,0 +1,199 @@
+// Persistence of the limiter state (day buckets and bans survive a restart, CONTRACT.md 4).
+// The file is replaced atomically so that a crash mid-save leaves the previous snapshot.
+
+import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from './types.js';
+import { LIMITER_STATE_VERSION } from './limiter.js';
+import type { Limiter, LimiterState, LimiterStateEntry } from './limiter.js';
+
+/** Writes `state` to `file` atomically: temp file in the same directory, fsync, rename, fsync dir. */
+export async function saveLimiterState(file: string, state: LimiterState): Promise<void> {
+  const dir = dirname(file);
+  // Same directory so rename() is atomic (same file system); random suffix so concurrent
+  // savers never write into each other's temp file.
+  const tmp = join(dir, `.${basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    await writeDurably(tmp, JSON.stringify(state) + '\n');
+    await rename(tmp, file);
+  } catch (err) {
+    await removeTemp(tmp);
+    throw new Error(`cannot save limiter state to ${file}: ${messageOf(err)}`, { cause: err });
+  }
+  await syncDir(dir, file);
+}
+
+/** Reads a snapshot; undefined when the file does not exist. Errors name the file. */
+export async function loadLimiterState(file: string): Promise<LimiterState | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return undefined; // first start: nothing saved yet
+    throw new Error(`cannot read limiter state file ${file}: ${messageOf(err)}`, { cause: err });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`limiter state file ${file} is not valid JSON: ${messageOf(err)}`, { cause: err });
+  }
+  try {
+    return parseLimiterState(value);
+  } catch (err) {
+    throw new Error(`limiter state file ${file} is malformed: ${messageOf(err)}`, { cause: err });
+  }
+}
+
+/** Checks the shape of a parsed snapshot; throws naming the first offending field. */
+export function parseLimiterState(value: unknown): LimiterState {
+  if (!isRecord(value)) throw new Error('expected a JSON object');
+  if (value['version'] !== LIMITER_STATE_VERSION) {
+    throw new Error(`version: expected ${LIMITER_STATE_VERSION}, got ${JSON.stringify(value['version'])}`);
+  }
+  const savedAt = finite(value['savedAt'], 'savedAt');
+  const raw = value['entries'];
+  if (!Array.isArray(raw)) throw new Error('entries: expected an array');
+  const entries = raw.map((item: unknown, i) => parseEntry(item, `entries[${i}]`));
+  return { version: LIMITER_STATE_VERSION, savedAt, entries };
+}
+
+function parseEntry(item: unknown, at: string): LimiterStateEntry {
+  if (!isRecord(item)) throw new Error(`${at}: expected an object`);
+  const id = item['id'];
+  if (typeof id !== 'string') throw new Error(`${at}.id: expected a string`);
+  const perMinute = finite(item['perMinute'], `${at}.perMinute`);
+  const perDay = finite(item['perDay'], `${at}.perDay`);
+  if (perMinute <= 0 || perDay <= 0) throw new Error(`${at}: limits must be positive`);
+  return {
+    id,
+    perMinute,
+    perDay,
+    minute: nonNegative(item['minute'], `${at}.minute`),
+    day: nonNegative(item['day'], `${at}.day`),
+    strikes: nonNegative(item['strikes'], `${at}.strikes`),
+    banMs: nonNegative(item['banMs'], `${at}.banMs`),
+  };
+}
+
+export interface LimiterPersistenceOptions {
+  /** How often to save, in ms. */
+  intervalMs: number;
+  logger: Logger;
+}
+
+export interface LimiterPersistence {
+  /** Saves now (after any save in flight); rejects if the save fails. */
+  flush(): Promise<void>;
+  /** Stops the timer and saves once more; rejects if that last save fails. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Saves the limiter every intervalMs. The timer is unref'd so it never keeps the process
+ * alive; a failed periodic save is logged as a warning and retried at the next tick.
+ */
+export function startLimiterPersistence(
+  limiter: Limiter,
+  file: string,
+  opts: LimiterPersistenceOptions,
+): LimiterPersistence {
+  // Saves are chained so two never race on the rename and the last one written is the newest.
+  let chain: Promise<void> = Promise.resolve();
+  let inFlight = false;
+  let stopped = false;
+
+  const save = (): Promise<void> => {
+    const next = chain.then(async () => {
+      inFlight = true;
+      try {
+        await saveLimiterState(file, limiter.toState());
+      } finally {
+        inFlight = false;
+      }
+    });
+    // Keep the chain alive after a failure; the caller of save() still sees the rejection.
+    chain = next.catch(() => undefined);
+    return next;
+  };
+
+  const tick = (): void => {
+    if (inFlight) return; // a slow disk must not pile up saves
+    save().catch((err: unknown) => {
+      opts.logger.log('warn', 'limiter state save failed', { file, error: messageOf(err) });
+    });
+  };
+
+  const timer = setInterval(tick, opts.intervalMs);
+  timer.unref();
+
+  return {
+    flush: save,
+    async stop(): Promise<void> {
+      if (stopped) return chain;
+      stopped = true;
+      clearInterval(timer);
+      return save();
+    },
+  };
+}
+
+async function writeDurably(path: string, text: string): Promise<void> {
+  const fh = await open(path, 'wx', 0o600);
+  try {
+    await fh.writeFile(text, 'utf8');
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** fsync the directory so the rename itself survives a power cut. */
+async function syncDir(dir: string, file: string): Promise<void> {
+  let fh;
+  try {
+    fh = await open(dir, 'r');
+    await fh.sync();
+  } catch (err) {
+    // Windows cannot open or fsync a directory; there the rename is as durable as it gets.
+    if (process.platform === 'win32' && (isErrno(err, 'EISDIR') || isErrno(err, 'EPERM'))) return;
+    throw new Error(`cannot sync directory of ${file}: ${messageOf(err)}`, { cause: err });
+  } finally {
+    await fh?.close();
+  }
+}
+
+async function removeTemp(tmp: string): Promise<void> {
+  try {
+    await unlink(tmp);
+  } catch (err) {
+    // ENOENT: the temp file was never created or was already renamed. Anything else is
+    // reported with the original failure's message by the caller, so rethrow nothing here
+    // but keep it visible in the process warnings.
+    if (!isErrno(err, 'ENOENT')) process.emitWarning(`cannot remove ${tmp}: ${messageOf(err)}`);
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function finite(v: unknown, at: string): number {
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`${at}: expected a finite number`);
+  return v;
+}
+
+function nonNegative(v: unknown, at: string): number {
+  const n = finite(v, at);
+  if (n < 0) throw new Error(`${at}: expected a number >= 0`);
+  return n;
+}
+
+function isErrno(err: unknown, code: string): boolean {
+  return err instanceof Error && (err as NodeJS.ErrnoException).code === code;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

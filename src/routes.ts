@@ -1,0 +1,184 @@
+// The route table: each operation as data (path, method, parameters, responses) plus its
+// handler. The app dispatches from it and the OpenAPI document is generated from it.
+import type { IncomingMessage } from 'node:http';
+import { ApiError } from './errors.js';
+import { readJsonBody } from './body.js';
+import { single, type Query } from './query.js';
+import {
+  cursorSchema, limitSchema, newPetSchema, parseCursor, parseLimit, parseNewPet, parsePetId, parseStatus,
+  petIdSchema, petSchema, petStatusSchema,
+} from './schemas.js';
+import type { Schema } from './validate.js';
+import type { PetStore, StoredPet } from './store.js';
+import type { Config } from './config.js';
+import { openApiDocument } from './openapi.js';
+
+/** What a handler answers; the app adds the common headers and sends it. */
+export interface Reply {
+  readonly status: number;
+  /** Serialized JSON, or undefined for no body. */
+  readonly body: string | undefined;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface HandlerContext {
+  readonly req: IncomingMessage;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: Query;
+  readonly store: PetStore;
+  readonly maxBodyBytes: number;
+  /** Public base URL ending in /v1, for links. */
+  readonly base: string;
+  /** The config in force for this request. */
+  readonly config: Config;
+}
+
+export interface Parameter {
+  readonly name: string;
+  readonly in: 'query' | 'path';
+  readonly required: boolean;
+  readonly schema: Schema;
+}
+
+export interface RouteSpec {
+  readonly operationId: string;
+  readonly method: 'GET' | 'POST';
+  /** Relative to the /v1 base. */
+  readonly path: string;
+  readonly summary: string;
+  readonly tags: readonly string[];
+  /** 'key': a bearer key is required; 'none': public, limited per client address. */
+  readonly auth: 'key' | 'none';
+  readonly deprecated?: { readonly sunset: string; readonly successor: string };
+  readonly parameters: readonly Parameter[];
+  readonly requestBody?: Schema;
+  /** Status code -> description and body schema (undefined: a free-form JSON object). */
+  readonly responses: Readonly<Record<number, { readonly description: string; readonly schema?: Schema | 'Error' }>>;
+  readonly handler: (ctx: HandlerContext) => Reply | Promise<Reply>;
+}
+
+/** The pet ids of a listing, serialized from the JSON each pet was stored with. */
+function petArray(items: readonly StoredPet[]): string {
+  if (items.length === 0) return '[]';
+  let out = '[';
+  for (let i = 0; i < items.length; i++) out += (i === 0 ? '' : ',') + (items[i] as StoredPet).json;
+  return `${out}]`;
+}
+
+/** RFC 8288 link to the next page, carrying every filter over. */
+function nextLink(base: string, limit: number, status: string | undefined, cursor: number): string {
+  const filter = status === undefined ? '' : `&status=${status}`;
+  return `<${base}/pets?limit=${limit}${filter}&cursor=${cursor}>; rel="next"`;
+}
+
+const listPets: RouteSpec = {
+  operationId: 'listPets',
+  method: 'GET',
+  path: '/pets',
+  summary: 'List animals, in ascending id order, optionally filtered by status.',
+  tags: ['Pets'],
+  auth: 'key',
+  parameters: [
+    { name: 'limit', in: 'query', required: false, schema: limitSchema },
+    { name: 'status', in: 'query', required: false, schema: petStatusSchema },
+    { name: 'cursor', in: 'query', required: false, schema: cursorSchema },
+  ],
+  responses: {
+    200: { description: 'A page of animals. A full page carries `Link: <...>; rel="next"`.', schema: { type: 'array', items: petSchema } },
+  },
+  handler({ query, store, base }) {
+    const limit = parseLimit(single(query, 'limit'));
+    const status = parseStatus(single(query, 'status'));
+    const afterId = parseCursor(single(query, 'cursor'));
+    const items = store.list({ limit, status, afterId });
+    const last = items[items.length - 1];
+    // A full page may have a successor; the last (short) page has none.
+    const headers = items.length === limit && last ? { link: nextLink(base, limit, status, last.pet.id) } : undefined;
+    return { status: 200, body: petArray(items), headers };
+  },
+};
+
+const createPet: RouteSpec = {
+  operationId: 'createPet',
+  method: 'POST',
+  path: '/pets',
+  summary: 'Add an animal. Answered only once it is on disk.',
+  tags: ['Pets'],
+  auth: 'key',
+  parameters: [],
+  requestBody: newPetSchema,
+  responses: {
+    201: { description: 'The created animal, with its assigned id.', schema: petSchema },
+    400: { description: 'The body is missing required fields or has invalid values.', schema: 'Error' },
+    413: { description: 'The body is larger than the configured maximum.', schema: 'Error' },
+    415: { description: 'The body is not application/json.', schema: 'Error' },
+    503: { description: 'The store cannot write right now; nothing was added.', schema: 'Error' },
+  },
+  async handler({ req, store, maxBodyBytes, base }) {
+    const pet = parseNewPet(await readJsonBody(req, maxBodyBytes));
+    const stored = await store.create(pet);
+    return { status: 201, body: stored.json, headers: { location: `${base}/pets/${stored.pet.id}` } };
+  },
+};
+
+const getPet: RouteSpec = {
+  operationId: 'getPet',
+  method: 'GET',
+  path: '/pets/{petId}',
+  summary: 'Retrieve one animal by id. Deprecated: use GET /pets with the status filter.',
+  tags: ['Pets'],
+  auth: 'key',
+  deprecated: { sunset: 'Thu, 05 Dec 2030 00:00:00 GMT', successor: '/pets' },
+  parameters: [{ name: 'petId', in: 'path', required: true, schema: petIdSchema }],
+  responses: {
+    200: { description: 'The animal.', schema: petSchema },
+    400: { description: 'petId is not a 64-bit integer.', schema: 'Error' },
+    404: { description: 'The animal cannot be found.', schema: 'Error' },
+  },
+  handler({ params, store }) {
+    const raw = params.petId ?? '';
+    const id = parsePetId(raw);
+    const found = store.get(id);
+    if (found === undefined) throw new ApiError('not_found', `Pet ${raw} was not found.`);
+    return { status: 200, body: found.json };
+  },
+};
+
+const listOrders: RouteSpec = {
+  operationId: 'listOrders',
+  method: 'GET',
+  path: '/store/orders',
+  summary: 'The store orders listing. Its shape is not published, so it answers 501.',
+  tags: ['Store'],
+  auth: 'key',
+  parameters: [],
+  responses: { 501: { description: 'Not implemented: the operation exists but its shape is not published.', schema: 'Error' } },
+  handler() {
+    throw new ApiError('not_implemented', 'GET /store/orders is not implemented: its shape is not published.');
+  },
+};
+
+export const ROUTES: readonly RouteSpec[] = [listPets, createPet, getPet, listOrders];
+
+/**
+ * GET /openapi.json: public (limited per client address like keyless requests). The document
+ * is built once per config in force, and rebuilt after a reload changes the environments.
+ */
+export function openApiRoute(routes: readonly RouteSpec[], version: string): RouteSpec {
+  let cache: { config: Config; body: string } | undefined;
+  const route: RouteSpec = {
+    operationId: 'getOpenApi',
+    method: 'GET',
+    path: '/openapi.json',
+    summary: 'This API described as OpenAPI 3.1. Needs no key.',
+    tags: ['Meta'],
+    auth: 'none',
+    parameters: [],
+    responses: { 200: { description: 'The OpenAPI document.' } },
+    handler({ config }) {
+      if (cache?.config !== config) cache = { config, body: JSON.stringify(openApiDocument([...routes, route], config, version)) };
+      return { status: 200, body: cache.body };
+    },
+  };
+  return route;
+}

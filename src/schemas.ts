@@ -1,0 +1,131 @@
+// The API's data shapes, as schemas (data) and as parsers that turn untrusted input into
+// typed values. The OpenAPI document is generated from these same objects.
+import { ApiError } from './errors.js';
+import { check, formatProblems, type Schema } from './validate.js';
+import { PET_STATUSES, type NewPet, type PetStatus } from './types.js';
+
+export const NAME_MAX_LENGTH = 256;
+export const LIMIT_DEFAULT = 20;
+export const LIMIT_MAX = 100;
+const INT64_MAX = 9223372036854775807n;
+const INT64_MIN = -9223372036854775808n;
+
+export const petStatusSchema = {
+  type: 'string',
+  enum: PET_STATUSES,
+  description: 'Availability of the animal.',
+} as const satisfies Schema;
+
+export const newPetSchema = {
+  type: 'object',
+  description: 'An animal to add. Any `id` sent is ignored: the service assigns it.',
+  required: ['name', 'categoryId'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH, description: "The animal's name." },
+    categoryId: { type: 'integer', format: 'int64', description: 'Identifier of the category the animal belongs to.' },
+    status: petStatusSchema,
+  },
+} as const satisfies Schema;
+
+export const petSchema = {
+  type: 'object',
+  description: 'An animal, with the identifier the service assigned.',
+  required: ['id', 'name', 'categoryId'],
+  properties: {
+    id: { type: 'integer', format: 'int64', minimum: 1, description: 'Assigned by the service on creation.' },
+    ...newPetSchema.properties,
+  },
+} as const satisfies Schema;
+
+export const errorSchema = {
+  type: 'object',
+  required: ['code', 'message', 'status'],
+  properties: {
+    code: { type: 'string', description: 'Machine-readable error code (see the registry in the README).' },
+    message: { type: 'string', description: 'Human-readable description naming the offending field.' },
+    status: { type: 'integer', description: 'The HTTP status code, repeated.' },
+  },
+} as const satisfies Schema;
+
+export const limitSchema = {
+  type: 'integer',
+  minimum: 1,
+  maximum: LIMIT_MAX,
+  default: LIMIT_DEFAULT,
+  description: 'Maximum number of animals returned.',
+} as const satisfies Schema;
+
+export const cursorSchema = {
+  type: 'string',
+  pattern: '^[0-9]{1,16}$',
+  description: 'Opaque position from the `next` link of the previous page.',
+} as const satisfies Schema;
+
+export const petIdSchema = {
+  type: 'integer',
+  format: 'int64',
+  description: 'Identifier of the animal to retrieve.',
+} as const satisfies Schema;
+
+/** A NewPet from a parsed JSON body; copies only the known fields into a fresh object. */
+export function parseNewPet(body: unknown): NewPet {
+  const problems = check(newPetSchema, body);
+  if (problems.length > 0) throw new ApiError('invalid_request', `Invalid pet: ${formatProblems(problems)}.`);
+  const record = body as { name: string; categoryId: number; status?: PetStatus };
+  if (record.name.trim() === '') throw new ApiError('invalid_request', 'Invalid pet: name must not be blank.');
+  const pet: NewPet = { name: record.name, categoryId: record.categoryId };
+  if (record.status !== undefined) pet.status = record.status;
+  return pet;
+}
+
+/** The `limit` query parameter: a plain decimal integer 1..100. */
+export function parseLimit(raw: string | undefined): number {
+  if (raw === undefined) return LIMIT_DEFAULT;
+  if (!/^[0-9]{1,3}$/.test(raw)) {
+    throw new ApiError('invalid_request', `Query parameter limit must be an integer from 1 to ${LIMIT_MAX}, got "${clip(raw)}".`);
+  }
+  const n = Number(raw);
+  if (n < 1 || n > LIMIT_MAX) {
+    throw new ApiError('invalid_request', `Query parameter limit must be an integer from 1 to ${LIMIT_MAX}, got ${n}.`);
+  }
+  return n;
+}
+
+/** The `status` query parameter: exactly one of the PetStatus values. */
+export function parseStatus(raw: string | undefined): PetStatus | undefined {
+  if (raw === undefined) return undefined;
+  if (!(PET_STATUSES as readonly string[]).includes(raw)) {
+    throw new ApiError('invalid_request', `Query parameter status must be one of ${PET_STATUSES.join(', ')}, got "${clip(raw)}".`);
+  }
+  return raw as PetStatus;
+}
+
+/** The `cursor` query parameter: the id after which the page starts. */
+export function parseCursor(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^[0-9]{1,16}$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
+    throw new ApiError('invalid_request', `Query parameter cursor is not a valid cursor: "${clip(raw)}".`);
+  }
+  return Number(raw);
+}
+
+/**
+ * The petId path segment. Not a decimal integer, or outside int64: 400. Well-formed: the
+ * number (ids beyond the safe range cannot exist, so they map to a 404 via Infinity).
+ */
+export function parsePetId(raw: string): number {
+  if (!/^-?[0-9]{1,20}$/.test(raw)) {
+    throw new ApiError('invalid_request', `Path parameter petId must be a decimal integer, got "${clip(raw)}".`);
+  }
+  const big = BigInt(raw);
+  if (big > INT64_MAX || big < INT64_MIN) {
+    throw new ApiError('invalid_request', `Path parameter petId must be a 64-bit integer, got "${clip(raw)}".`);
+  }
+  const n = Number(raw);
+  return Number.isSafeInteger(n) ? n : Number.POSITIVE_INFINITY;
+}
+
+/** Echo at most 40 characters of client input in a message. */
+function clip(raw: string): string {
+  return raw.length > 40 ? `${raw.slice(0, 40)}...` : raw;
+}

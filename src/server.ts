@@ -1,0 +1,203 @@
+// startPetstore: config, store, limiters and the HTTP server wired together. Used by the
+// command line and by embedders; it holds no module-level state, so several instances can
+// run in one process.
+import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { createApp } from './app.js';
+import { systemClock } from './clock.js';
+import { ConfigError, loadConfigFile, parseConfig, type Config } from './config.js';
+import { errorBody } from './errors.js';
+import { Limiter } from './limiter.js';
+import { loadLimiterState, startLimiterPersistence, type LimiterPersistence } from './limiter-state.js';
+import { functionLogger, jsonLogger, silentLogger } from './log.js';
+import { ROUTES, openApiRoute } from './routes.js';
+import { openFileStore, openMemoryStore, type PetStore } from './store.js';
+import type { Clock, LogLevel, Logger, NewPet, Pet } from './types.js';
+
+export type LogFunction = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
+
+export interface StartOptions {
+  /** Port to listen on; 0 picks a free one. Default: the config's port (8080). */
+  port?: number;
+  /** Address to bind. Default: the config's host (127.0.0.1). */
+  host?: string;
+  /** A config object (the file's format) or the path of a config file. Default: no keys. */
+  config?: string | Record<string, unknown>;
+  /** The data file; omitted: an in-memory store that writes nothing. */
+  dataFile?: string;
+  /** Time source, for deterministic rate limits in tests. */
+  clock?: Clock;
+  /** false (default for embedding): no logs; a function: called per line; 'stdout': JSON lines. */
+  logger?: false | LogFunction | Logger | 'stdout';
+  /** Which environment this instance serves; its base URL is used in Link headers. */
+  env?: 'production' | 'staging';
+  /** Pets to add at start (after what the data file holds). */
+  seed?: ReadonlyArray<NewPet & { id?: number }>;
+  /** How long close() lets in-flight requests finish before cutting connections. */
+  shutdownGraceMs?: number;
+}
+
+export interface PetstoreHandle {
+  /** Base URL, e.g. "http://127.0.0.1:54321/v1". */
+  readonly url: string;
+  readonly port: number;
+  readonly host: string;
+  /** Stop accepting, finish in-flight requests (bounded), make every write durable. */
+  close(): Promise<void>;
+  /** Empty store (ids restart at 1), limits and bans cleared. */
+  reset(): Promise<void>;
+  /** Add pets; resolves with them as stored. */
+  seed(pets: ReadonlyArray<NewPet & { id?: number }>): Promise<Pet[]>;
+  /** Swap in a new config (object or file path; default: the one started with, re-read). */
+  reload(config?: string | Record<string, unknown>): Promise<void>;
+}
+
+/** A start failure with one clear sentence for the operator (bad config, data file, port). */
+export class StartError extends Error {}
+
+const SAVE_LIMITS_EVERY_MS = 30_000;
+
+async function resolveConfig(source: string | Record<string, unknown> | undefined): Promise<Config> {
+  if (typeof source === 'string') return loadConfigFile(source);
+  return parseConfig(source ?? {}, 'config object', process.cwd());
+}
+
+function resolveLogger(option: StartOptions['logger'], config: Config): Logger {
+  if (option === undefined || option === false) return silentLogger;
+  if (option === 'stdout') return jsonLogger(config.logLevel, (line) => process.stdout.write(line));
+  if (typeof option === 'function') return functionLogger(option);
+  return option;
+}
+
+export async function startPetstore(options: StartOptions = {}): Promise<PetstoreHandle> {
+  let config = await resolveConfig(options.config);
+  const clock = options.clock ?? systemClock;
+  const logger = resolveLogger(options.logger, config);
+  const dataFile = options.dataFile;
+
+  const store: PetStore = dataFile === undefined ? openMemoryStore() : await openFileStore(dataFile, { logger });
+  const keyLimiter = new Limiter({ clock, ban: config.ban });
+  const addressLimiter = new Limiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
+  let persistence: LimiterPersistence | undefined;
+  let server: Server | undefined;
+  try {
+    if (options.seed?.length) await store.seed(options.seed);
+    if (dataFile !== undefined) {
+      const limitsFile = `${dataFile}.limits.json`;
+      const saved = await loadLimiterState(limitsFile);
+      if (saved) keyLimiter.restore(saved);
+      persistence = startLimiterPersistence(keyLimiter, limitsFile, { intervalMs: SAVE_LIMITS_EVERY_MS, logger });
+    }
+    const app = createApp({
+      store, clock, logger, keyLimiter, addressLimiter, routes: [...ROUTES, openApiRoute(ROUTES, __PETSTORE_VERSION__)],
+      config: () => config,
+      publicBase: options.env ? config.environments[options.env] : undefined,
+    });
+    server = createServer({
+      // Deliberate bounds (see README, "Timeouts and limits").
+      headersTimeout: 10_000,
+      requestTimeout: 30_000,
+      keepAliveTimeout: 5_000,
+      maxHeaderSize: 16 * 1024,
+    }, app);
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
+    await listen(server, options.port ?? config.port, options.host ?? config.host);
+  } catch (err) {
+    server?.close();
+    await persistence?.stop().catch(() => undefined);
+    await store.close();
+    throw err;
+  }
+
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new StartError('the server has no TCP address');
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const listening = server;
+  let closing: Promise<void> | undefined;
+
+  return {
+    url: `http://${host}:${address.port}/v1`,
+    port: address.port,
+    host: address.address,
+    close() {
+      closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(async () => {
+        await store.close();
+        await persistence?.stop();
+      });
+      return closing;
+    },
+    async reset() {
+      await store.reset();
+      keyLimiter.reset();
+      addressLimiter.reset();
+      await persistence?.flush();
+    },
+    async seed(pets) {
+      const stored = await store.seed(pets);
+      return stored.map((s) => ({ ...s.pet }));
+    },
+    async reload(source) {
+      const next = await resolveConfig(source ?? options.config);
+      config = next;
+      // Keys that still exist keep their buckets and bans; revoked keys are forgotten.
+      keyLimiter.retain(new Set(next.keys.keys()));
+    },
+  };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      const where = `${host}:${port}`;
+      if (err.code === 'EADDRINUSE') reject(new StartError(`port ${port} on ${host} is already in use`));
+      else if (err.code === 'EACCES') reject(new StartError(`no permission to listen on ${where}`));
+      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND') reject(new StartError(`cannot listen on ${where}: no such local address`));
+      else reject(new StartError(`cannot listen on ${where}: ${err.message}`));
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+/** Stop accepting; let in-flight requests finish for up to graceMs, then cut what remains. */
+function shutdown(server: Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    timer.unref();
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+/**
+ * Requests node:http cannot parse never reach the app; answer them with an Error body too
+ * (RFC 9112 section 9.6: close after a framing error, since the stream cannot be trusted).
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (!socket.writable || (err.code === 'ECONNRESET')) {
+    socket.destroy();
+    return;
+  }
+  let status = 400;
+  let body = errorBody('invalid_request', 'The request is not valid HTTP/1.1.');
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431;
+    body = errorBody('request_header_fields_too_large', 'The request headers are larger than 16 KiB.');
+  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    status = 408;
+    body = errorBody('request_timeout', 'The request did not arrive in time.');
+  }
+  const reason = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+export { ConfigError };

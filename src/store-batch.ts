@@ -1,0 +1,151 @@
+// Turns queued operations into one batch: ids assigned in queue order, journal lines built,
+// and, once the batch is durable (or at once for the memory store), applied to the index.
+import { StoreInputError, StoreUnavailableError } from './store-errors.js';
+import { makePet, petJson, RESET_RECORD, MAX_NEXT_ID } from './store-codec.js';
+import type { PetIndex } from './store-index.js';
+import type { ListQuery, StoredPet } from './store.js';
+import type { NewPet, Pet } from './types.js';
+
+export type SeedPet = NewPet & { id?: number };
+
+interface Settle<T> {
+  resolve(value: T): void;
+  reject(err: Error): void;
+}
+
+export type Op =
+  | ({ kind: 'create'; input: NewPet } & Settle<StoredPet>)
+  | ({ kind: 'seed'; input: ReadonlyArray<SeedPet> } & Settle<StoredPet[]>)
+  | ({ kind: 'reset' } & Settle<void>);
+
+/** One accepted operation of a batch with the pets it adds (none for a reset). */
+interface Step {
+  op: Op;
+  pets: StoredPet[];
+}
+
+export interface Batch {
+  steps: Step[];
+  /** The journal lines of the batch, each ending in a newline; '' if nothing to write. */
+  text: string;
+}
+
+/**
+ * Checks what can be checked before queueing: explicit ids are safe integers, ascending
+ * within the batch. Whether they exceed every existing id is known only when the batch is
+ * planned (creates queued earlier take ids first).
+ */
+export function checkSeedInput(input: ReadonlyArray<SeedPet>): void {
+  if (!Array.isArray(input)) throw new StoreInputError('seed expects an array of pets');
+  let previous = 0;
+  input.forEach((pet, i) => {
+    if (pet.id === undefined) return;
+    if (!Number.isSafeInteger(pet.id) || pet.id < 1) {
+      throw new StoreInputError(`seed pet #${i} has id ${String(pet.id)}, which is not a positive safe integer`);
+    }
+    if (pet.id <= previous) {
+      throw new StoreInputError(`seed pet #${i} has id ${pet.id}, which is not above the id before it (${previous})`);
+    }
+    previous = pet.id;
+  });
+}
+
+const exhausted = (): StoreUnavailableError => new StoreUnavailableError('id space exhausted');
+
+/**
+ * Assigns ids from nextId in queue order. An operation that cannot be honoured (seed ids
+ * not above existing ones, id space exhausted) is rejected here and left out; the others
+ * are unaffected.
+ */
+export function planBatch(ops: Op[], nextId: number, withText: boolean): Batch {
+  const steps: Step[] = [];
+  const lines: string[] = [];
+  let next = nextId;
+  const stored = (id: number, input: NewPet): StoredPet => {
+    const pet = makePet(id, input.name, input.categoryId, input.status);
+    const json = petJson(pet);
+    if (withText) lines.push(json);
+    return { pet, json };
+  };
+  for (const op of ops) {
+    if (op.kind === 'reset') {
+      if (withText) lines.push(RESET_RECORD);
+      next = 1;
+      steps.push({ op, pets: [] });
+    } else if (op.kind === 'create') {
+      if (next >= MAX_NEXT_ID) {
+        op.reject(exhausted());
+        continue;
+      }
+      steps.push({ op, pets: [stored(next++, op.input)] });
+    } else {
+      const ids = seedIds(op.input, next);
+      if (ids instanceof Error) {
+        op.reject(ids);
+        continue;
+      }
+      const pets = op.input.map((input, i) => stored(ids[i] as number, input));
+      if (ids.length > 0) next = (ids[ids.length - 1] as number) + 1;
+      steps.push({ op, pets });
+    }
+  }
+  return { steps, text: lines.length === 0 ? '' : `${lines.join('\n')}\n` };
+}
+
+/** The ids a seed gets when the next free id is `next`, or why it cannot be honoured. */
+function seedIds(input: ReadonlyArray<SeedPet>, next: number): number[] | Error {
+  const ids: number[] = [];
+  for (const [i, pet] of input.entries()) {
+    if (pet.id === undefined) {
+      if (next >= MAX_NEXT_ID) return exhausted();
+      ids.push(next++);
+    } else if (pet.id < next) {
+      return new StoreInputError(
+        `seed pet #${i} has id ${pet.id}, which is not above every existing id (the next free id is ${next})`,
+      );
+    } else {
+      ids.push(pet.id);
+      next = pet.id + 1;
+    }
+  }
+  return ids;
+}
+
+/** Makes a planned batch visible and settles its operations, in queue order. */
+export function applyBatch(batch: Batch, index: PetIndex): void {
+  for (const { op, pets } of batch.steps) {
+    if (op.kind === 'reset') {
+      index.clear();
+      op.resolve();
+      continue;
+    }
+    for (const { pet } of pets) index.add(pet);
+    if (op.kind === 'create') op.resolve(pets[0] as StoredPet);
+    else op.resolve(pets);
+  }
+}
+
+/** Rejects every operation of a batch that could not be made durable. */
+export function failBatch(batch: Batch, err: Error): void {
+  for (const { op } of batch.steps) op.reject(err);
+}
+
+export function storedPet(pet: Readonly<Pet>): StoredPet {
+  return { pet, json: petJson(pet) };
+}
+
+/** Wraps an operation in a promise and hands it to `run` (apply now, or queue). */
+export function submit<T>(run: (op: Op) => void, make: (settle: Settle<T>) => Op): Promise<T> {
+  // A throw from `make` (bad seed input) rejects the promise.
+  return new Promise<T>((resolve, reject) => run(make({ resolve, reject })));
+}
+
+/** Reads shared by both stores; the JSON text is made per read (see store-index.ts). */
+export function readPet(index: PetIndex, id: number): StoredPet | undefined {
+  const pet = index.get(id);
+  return pet === undefined ? undefined : storedPet(pet);
+}
+
+export function readPage(index: PetIndex, q: ListQuery): StoredPet[] {
+  return index.list(q.status, q.afterId, q.limit).map(storedPet);
+}

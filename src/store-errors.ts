@@ -1,0 +1,37 @@
+// The three ways the store reports trouble. The HTTP layer maps them to status codes:
+// StoreUnavailableError -> 503, StoreInputError -> 400; StoreOpenError stops the start.
+
+/** The store refused to open: corrupt or unreadable data, or another live process holds it. */
+export class StoreOpenError extends Error {
+  override readonly name = 'StoreOpenError';
+  /** The data file, as it was given to openFileStore. */
+  readonly file: string;
+  constructor(file: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.file = file;
+  }
+}
+
+/**
+ * A write could not be made durable (disk full, I/O error, directory removed...), or the
+ * store is closed. Nothing acknowledged was lost; a later attempt may succeed.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+}
+
+/** seed() was given ids the store cannot honour. */
+export class StoreInputError extends Error {
+  override readonly name = 'StoreInputError';
+}
+
+/** The errno-style code of a Node I/O error, or undefined for anything else. */
+export function errorCode(err: unknown): string | undefined {
+  if (err instanceof Error && 'code' in err && typeof err.code === 'string') return err.code;
+  return undefined;
+}
+
+/** A short description of any thrown value, for log fields and error messages. */
+export function describeError(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

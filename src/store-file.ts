@@ -1,0 +1,333 @@
+// The durable store: a snapshot file plus an append-only journal, one writer per data file.
+//
+// Durability, point by point:
+// - A create resolves only after its journal line is written and fdatasynced; only then is
+//   the pet visible (applyBatch runs after the sync).
+// - Group commit: one batch in flight at a time; creates arriving meanwhile queue and share
+//   the next single write + fdatasync.
+// - The snapshot is only ever replaced atomically (store-snapshot.ts); a snapshot or journal
+//   that cannot be parsed refuses the start and is not touched.
+// - Compaction rotates the journal to `.journal.old` between batches, writes a snapshot of
+//   what that covers, then unlinks `.old`. Replay reads snapshot, `.old`, journal; records
+//   below the running nextId are already there and are skipped, so every crash point
+//   replays to the acknowledged state.
+// - A failed write rejects its whole batch (503) and changes nothing in memory. The ids it
+//   would have used are given out again: the journal is cut back to its last durable length
+//   first, or, if that fails too, rebuilt from memory (snapshot + empty journal) before the
+//   next write, so no two durable records ever share an id.
+import { mkdir, rename } from 'node:fs/promises';
+import { applyBatch, checkSeedInput, failBatch, planBatch, readPage, readPet, submit } from './store-batch.js';
+import type { Op, SeedPet } from './store-batch.js';
+import { fsyncDir, unlinkIfPresent } from './store-disk.js';
+import type { DiskOp, IoHook, StorePaths } from './store-disk.js';
+import { describeError, errorCode, StoreUnavailableError } from './store-errors.js';
+import type { IndexView, PetIndex } from './store-index.js';
+import { JournalWriter } from './store-journal.js';
+import { reassertLock, releaseLock } from './store-lock.js';
+import { writeSnapshot } from './store-snapshot.js';
+import type { ListQuery, PetStore, StoredPet } from './store.js';
+import type { Logger, NewPet } from './types.js';
+
+export interface FileStoreOptions {
+  logger: Logger;
+  /** Test hook: called after each durable batch with the number of operations it carried. */
+  onFlush?: (batchSize: number) => void;
+  /** Compact only once the journal exceeds this many bytes (and the snapshot); default 1 MiB. */
+  compactMinBytes?: number;
+  /** Test hook: called before disk operations; throwing simulates a disk error there. */
+  beforeIo?: (op: DiskOp) => void;
+}
+
+const DEFAULT_COMPACT_MIN_BYTES = 1024 * 1024;
+
+/** The running file store; opened by openFileStore (store-open.ts). */
+export class FileStore implements PetStore {
+  readonly #paths: StorePaths;
+  readonly #logger: Logger;
+  readonly #onFlush: ((batchSize: number) => void) | undefined;
+  readonly #beforeIo: IoHook;
+  readonly #compactMinBytes: number;
+  readonly #index: PetIndex;
+  /** The active journal; null only while a rebuild is pending after a failure. */
+  #journal: JournalWriter | null;
+  #snapshotBytes: number;
+  /** Size of `.journal.old`, or undefined if there is none. */
+  #oldJournalBytes: number | undefined;
+  /** After a failed compaction, wait until the journal reaches this size before retrying. */
+  #compactRetryAt = 0;
+  /** Set when the journal can no longer be trusted: rewrite everything before the next batch. */
+  #needsRebuild = false;
+  /** A reset was made durable since the last snapshot: the snapshot is all dead weight now. */
+  #resetSinceSnapshot = false;
+  readonly #queue: Op[] = [];
+  #draining = false;
+  #drained: Promise<void> = Promise.resolve();
+  #compaction: Promise<void> | null = null;
+  #closing: Promise<void> | null = null;
+
+  constructor(
+    paths: StorePaths,
+    opts: FileStoreOptions,
+    index: PetIndex,
+    journal: JournalWriter,
+    sizes: { snapshotBytes: number; oldJournalBytes: number | undefined },
+  ) {
+    this.#paths = paths;
+    this.#logger = opts.logger;
+    this.#onFlush = opts.onFlush;
+    this.#beforeIo = opts.beforeIo;
+    this.#compactMinBytes = opts.compactMinBytes ?? DEFAULT_COMPACT_MIN_BYTES;
+    this.#index = index;
+    this.#journal = journal;
+    this.#snapshotBytes = sizes.snapshotBytes;
+    this.#oldJournalBytes = sizes.oldJournalBytes;
+  }
+
+  get count(): number {
+    return this.#index.count;
+  }
+
+  get(id: number): StoredPet | undefined {
+    return readPet(this.#index, id);
+  }
+
+  list(q: ListQuery): StoredPet[] {
+    return readPage(this.#index, q);
+  }
+
+  create(input: NewPet): Promise<StoredPet> {
+    return submit((op) => this.#enqueue(op), (s) => ({ kind: 'create', input, ...s }));
+  }
+
+  seed(pets: ReadonlyArray<SeedPet>): Promise<StoredPet[]> {
+    return submit((op) => this.#enqueue(op), (s) => {
+      checkSeedInput(pets);
+      return { kind: 'seed', input: pets, ...s };
+    });
+  }
+
+  reset(): Promise<void> {
+    return submit((op) => this.#enqueue(op), (s) => ({ kind: 'reset', ...s }));
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  #enqueue(op: Op): void {
+    if (this.#closing !== null) {
+      op.reject(new StoreUnavailableError('the store is closed'));
+      return;
+    }
+    this.#queue.push(op);
+    if (this.#draining) return;
+    this.#draining = true;
+    // Start on the next macrotask, so that every create arriving in the same turn of the
+    // event loop (e.g. several requests read in one poll) shares the first write.
+    this.#drained = new Promise<void>((done) => setImmediate(done)).then(() => this.#drain());
+  }
+
+  /** The single writer: one batch at a time, until the queue is empty. Never rejects. */
+  async #drain(): Promise<void> {
+    try {
+      while (this.#queue.length > 0) {
+        const ops = this.#queue.splice(0);
+        if (this.#needsRebuild && !(await this.#tryRebuild(ops))) continue;
+        await this.#commit(ops);
+        await this.#maybeStartCompaction();
+      }
+    } catch (err) {
+      // Only a bug gets here; fail what is queued rather than leave callers waiting forever.
+      this.#logger.log('error', 'store writer failed unexpectedly', { error: describeError(err) });
+      const failure = new StoreUnavailableError(`internal store error: ${describeError(err)}`);
+      for (const op of this.#queue.splice(0)) op.reject(failure);
+    } finally {
+      // Same synchronous turn as the last queue check: an op queued after this starts a new drain.
+      this.#draining = false;
+    }
+  }
+
+  /** Writes one batch and makes it visible, or rejects all of it. */
+  async #commit(ops: Op[]): Promise<void> {
+    const batch = planBatch(ops, this.#index.nextId, true);
+    if (batch.text === '') {
+      // Nothing to write: an empty seed, or every op was rejected while planning.
+      applyBatch(batch, this.#index);
+      return;
+    }
+    const journal = this.#journal;
+    if (journal === null) {
+      // Not reached: a missing journal always comes with #needsRebuild, handled before.
+      this.#needsRebuild = true;
+      failBatch(batch, new StoreUnavailableError(`data file ${this.#paths.given} has no open journal`));
+      return;
+    }
+    try {
+      await journal.append(Buffer.from(batch.text), this.#beforeIo);
+    } catch (err) {
+      this.#logger.log('error', 'journal write failed; batch rejected', {
+        file: this.#paths.given,
+        batchSize: batch.steps.length,
+        error: describeError(err),
+      });
+      failBatch(batch, this.#unavailable(err));
+      await this.#cutBack(journal);
+      return;
+    }
+    applyBatch(batch, this.#index);
+    if (batch.steps.some((step) => step.op.kind === 'reset')) this.#resetSinceSnapshot = true;
+    this.#onFlush?.(batch.steps.length);
+  }
+
+  /** After a failed append: keep the journal if it can be cut back, else rebuild before the next write. */
+  async #cutBack(journal: JournalWriter): Promise<void> {
+    try {
+      await journal.truncateToDurable();
+      return;
+    } catch (err) {
+      this.#logger.log('error', 'cannot restore the journal; it will be rewritten before the next write', {
+        file: this.#paths.given,
+        error: describeError(err),
+      });
+    }
+    this.#needsRebuild = true;
+    this.#journal = null;
+    await this.#closeQuietly(journal);
+  }
+
+  /**
+   * Rewrites the store from memory: snapshot of everything, then an empty journal. Used when
+   * the journal can no longer be trusted or its directory vanished. False (ops rejected) if
+   * the disk still fails.
+   */
+  async #tryRebuild(ops: Op[]): Promise<boolean> {
+    try {
+      await this.#rebuild();
+      return true;
+    } catch (err) {
+      this.#logger.log('error', 'cannot rewrite the data file; rejecting writes', {
+        file: this.#paths.given,
+        error: describeError(err),
+      });
+      const failure = this.#unavailable(err);
+      for (const op of ops) op.reject(failure);
+      return false;
+    }
+  }
+
+  async #rebuild(): Promise<void> {
+    await this.#compaction;
+    await mkdir(this.#paths.dir, { recursive: true });
+    await reassertLock(this.#paths.lock, this.#logger);
+    // The snapshot covers everything acknowledged, so only after its rename may the old
+    // journals go: a crash in between replays them over it and skips what it already holds.
+    this.#snapshotBytes = await writeSnapshot(this.#paths, this.#index.view(), this.#beforeIo, this.#logger);
+    await unlinkIfPresent(this.#paths.oldJournal);
+    this.#oldJournalBytes = undefined;
+    this.#journal = await JournalWriter.create(this.#paths.journal, false);
+    await fsyncDir(this.#paths.dir);
+    this.#needsRebuild = false;
+    this.#logger.log('warn', 'data file rewritten after a disk error', { file: this.#paths.given, pets: this.#index.count });
+  }
+
+  /** Between batches: rotate the journal and snapshot in the background if it has grown. */
+  async #maybeStartCompaction(): Promise<void> {
+    const journal = this.#journal;
+    if (journal === null || this.#compaction !== null || this.#needsRebuild) return;
+    const total = journal.length + (this.#oldJournalBytes ?? 0);
+    // Replaying the journal costs about what parsing the snapshot does, so compact once it is
+    // the larger part, or once a reset has made a large snapshot pointless to parse at start.
+    const due =
+      total > Math.max(this.#snapshotBytes, this.#compactMinBytes) ||
+      (this.#resetSinceSnapshot && this.#snapshotBytes + total > this.#compactMinBytes);
+    if (!due || total < this.#compactRetryAt) return;
+    const view = this.#index.view();
+    this.#resetSinceSnapshot = false;
+    // With a `.old` left by a failed compaction, skip the rotation: the new snapshot covers
+    // `.old` too, and the active journal may overlap the snapshot (replay skips overlaps).
+    if (this.#oldJournalBytes === undefined && !(await this.#rotate(journal, total))) return;
+    this.#compaction = this.#compact(view, total).finally(() => {
+      this.#compaction = null;
+    });
+  }
+
+  /** Renames the journal to `.old` and opens a fresh one. False if the compaction is off. */
+  async #rotate(journal: JournalWriter, total: number): Promise<boolean> {
+    try {
+      this.#beforeIo?.('rotate');
+      await rename(this.#paths.journal, this.#paths.oldJournal);
+    } catch (err) {
+      this.#compactionFailed(err, total);
+      return false;
+    }
+    // From here the active journal's name is gone; the store needs a fresh one to go on.
+    this.#oldJournalBytes = journal.length;
+    try {
+      const fresh = await JournalWriter.create(this.#paths.journal, true);
+      this.#journal = fresh;
+      await fsyncDir(this.#paths.dir); // the rename and the new name, before any ack from it
+    } catch (err) {
+      this.#logger.log('error', 'journal rotation failed; the data file will be rewritten', { error: describeError(err) });
+      this.#needsRebuild = true;
+      if (this.#journal !== journal) await this.#closeQuietly(this.#journal);
+      this.#journal = null;
+      await this.#closeQuietly(journal);
+      return false;
+    }
+    await this.#closeQuietly(journal);
+    return true;
+  }
+
+  /** Writes the snapshot of `view` (runs beside new batches), then drops `.old`. */
+  async #compact(view: IndexView, total: number): Promise<void> {
+    try {
+      this.#snapshotBytes = await writeSnapshot(this.#paths, view, this.#beforeIo, this.#logger);
+      await unlinkIfPresent(this.#paths.oldJournal);
+      this.#oldJournalBytes = undefined;
+      this.#logger.log('info', 'data file compacted', { file: this.#paths.given, pets: view.count, bytes: this.#snapshotBytes });
+    } catch (err) {
+      this.#compactionFailed(err, total);
+    }
+  }
+
+  #compactionFailed(err: unknown, total: number): void {
+    this.#compactRetryAt = total + this.#compactMinBytes;
+    this.#logger.log('warn', 'compaction failed; will retry later', { file: this.#paths.given, error: describeError(err) });
+  }
+
+  async #shutdown(): Promise<void> {
+    await this.#drained;
+    await this.#compaction;
+    let failure: Error | undefined;
+    if (this.#needsRebuild) {
+      // The last write failed in a way that may have lost the files (directory removed):
+      // one more attempt to leave every acknowledged pet on disk.
+      await this.#rebuild().catch((err: unknown) => {
+        failure = this.#unavailable(err);
+        this.#logger.log('error', 'closing with acknowledged pets not on disk', { file: this.#paths.given, error: describeError(err) });
+      });
+    }
+    await this.#closeQuietly(this.#journal);
+    this.#journal = null;
+    await releaseLock(this.#paths.lock, this.#logger);
+    if (failure !== undefined) throw failure;
+  }
+
+  async #closeQuietly(journal: JournalWriter | null): Promise<void> {
+    try {
+      await journal?.close();
+    } catch (err) {
+      // Every byte it held is already synced (or its batch was rejected); nothing to recover.
+      this.#logger.log('warn', 'closing the journal failed', { file: this.#paths.given, error: describeError(err) });
+    }
+  }
+
+  #unavailable(err: unknown): StoreUnavailableError {
+    const code = errorCode(err);
+    return new StoreUnavailableError(
+      `data file ${this.#paths.given} cannot be written${code === undefined ? '' : ` (${code})`}: ${describeError(err)}`,
+      { cause: err },
+    );
+  }
+}

@@ -1,0 +1,70 @@
+// Opening a file store: directory, lock, snapshot, journals (`.old` first), then the
+// running FileStore. Anything that stops the start is a StoreOpenError naming the file.
+import { mkdir } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { fsyncDir, unlinkIfPresent } from './store-disk.js';
+import type { StorePaths } from './store-disk.js';
+import { describeError, StoreOpenError } from './store-errors.js';
+import { FileStore } from './store-file.js';
+import type { FileStoreOptions } from './store-file.js';
+import { PetIndex } from './store-index.js';
+import { JournalWriter, replayJournal } from './store-journal.js';
+import { acquireLock, LockHeldError, releaseLock } from './store-lock.js';
+import { readSnapshot } from './store-snapshot.js';
+import type { PetStore } from './store.js';
+
+function storePaths(file: string): StorePaths {
+  const snapshot = resolve(file);
+  return {
+    given: file,
+    snapshot,
+    dir: dirname(snapshot),
+    journal: `${snapshot}.journal`,
+    oldJournal: `${snapshot}.journal.old`,
+    lock: `${snapshot}.lock`,
+    tmp: `${snapshot}.tmp`,
+  };
+}
+
+/** Opens (or creates) the store at `file`; StoreOpenError if it cannot be used. */
+export async function openFileStore(file: string, opts: FileStoreOptions): Promise<PetStore> {
+  const paths = storePaths(file);
+  const { logger } = opts;
+  try {
+    await mkdir(paths.dir, { recursive: true });
+  } catch (err) {
+    throw new StoreOpenError(file, `Cannot create the directory of data file ${file}: ${describeError(err)}.`, { cause: err });
+  }
+  try {
+    await acquireLock(paths.lock, logger);
+  } catch (err) {
+    if (err instanceof LockHeldError) {
+      throw new StoreOpenError(file, `Data file ${file} is in use by process ${err.pid}.`);
+    }
+    throw new StoreOpenError(file, `Cannot lock data file ${file}: ${describeError(err)}.`, { cause: err });
+  }
+  try {
+    return await loadStore(paths, opts);
+  } catch (err) {
+    await releaseLock(paths.lock, logger);
+    if (err instanceof StoreOpenError) throw err;
+    throw new StoreOpenError(file, `Cannot open data file ${file}: ${describeError(err)}.`, { cause: err });
+  }
+}
+
+async function loadStore(paths: StorePaths, opts: FileStoreOptions): Promise<FileStore> {
+  const snapshot = readSnapshot(paths);
+  const index = new PetIndex();
+  index.load(snapshot.pets, snapshot.nextId);
+  const old = replayJournal(paths.oldJournal, paths, index, false, opts.logger);
+  const active = replayJournal(paths.journal, paths, index, true, opts.logger);
+  const journal = await JournalWriter.open(paths.journal, active.goodBytes, active.totalBytes);
+  if (!active.existed) await fsyncDir(paths.dir);
+  // A snapshot left half-written by a crash is of no use; the data file itself is intact.
+  await unlinkIfPresent(paths.tmp);
+  opts.logger.log('info', 'data file opened', { file: paths.given, pets: index.count, nextId: index.nextId });
+  return new FileStore(paths, opts, index, journal, {
+    snapshotBytes: snapshot.bytes,
+    oldJournalBytes: old.existed ? old.totalBytes : undefined,
+  });
+}

@@ -1,0 +1,90 @@
+// The pet store: where pets live between requests. Two implementations of one interface:
+// in memory (tests, `--memory`), and on disk (snapshot + journal, see store-file.ts).
+import { applyBatch, checkSeedInput, planBatch, readPage, readPet, submit } from './store-batch.js';
+import type { Op, SeedPet } from './store-batch.js';
+import { StoreUnavailableError } from './store-errors.js';
+import { PetIndex } from './store-index.js';
+import type { NewPet, Pet, PetStatus } from './types.js';
+
+export { StoreInputError, StoreOpenError, StoreUnavailableError } from './store-errors.js';
+export { openFileStore } from './store-open.js';
+export type { FileStoreOptions } from './store-file.js';
+export type { DiskOp } from './store-disk.js';
+
+/** A pet and its JSON text (keys in the order id, name, categoryId, status). */
+export interface StoredPet {
+  readonly pet: Readonly<Pet>;
+  readonly json: string;
+}
+
+export interface ListQuery {
+  status?: PetStatus;
+  limit: number;
+  afterId?: number;
+}
+
+export interface PetStore {
+  /** Number of pets. */
+  readonly count: number;
+  get(id: number): StoredPet | undefined;
+  /** Ascending id, ids > afterId, with the status if given, at most limit; O(limit + log n). */
+  list(q: ListQuery): StoredPet[];
+  /** Assigns the next id; resolves once the pet is durable, and only then is it visible. */
+  create(input: NewPet): Promise<StoredPet>;
+  /** Bulk preload in one durable write; explicit ids must exceed every existing id, ascending. */
+  seed(pets: ReadonlyArray<NewPet & { id?: number }>): Promise<StoredPet[]>;
+  /** Empties the store; ids restart at 1. */
+  reset(): Promise<void>;
+  /** Waits for pending writes, leaves everything durable, releases the data file. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** A store that keeps everything in memory and writes nothing to disk. */
+class MemoryStore implements PetStore {
+  readonly #index = new PetIndex();
+  #closed = false;
+
+  get count(): number {
+    return this.#index.count;
+  }
+
+  get(id: number): StoredPet | undefined {
+    return readPet(this.#index, id);
+  }
+
+  list(q: ListQuery): StoredPet[] {
+    return readPage(this.#index, q);
+  }
+
+  create(input: NewPet): Promise<StoredPet> {
+    return submit((op) => this.#apply(op), (s) => ({ kind: 'create', input, ...s }));
+  }
+
+  seed(pets: ReadonlyArray<SeedPet>): Promise<StoredPet[]> {
+    return submit((op) => this.#apply(op), (s) => {
+      checkSeedInput(pets);
+      return { kind: 'seed', input: pets, ...s };
+    });
+  }
+
+  reset(): Promise<void> {
+    return submit((op) => this.#apply(op), (s) => ({ kind: 'reset', ...s }));
+  }
+
+  close(): Promise<void> {
+    this.#closed = true;
+    return Promise.resolve();
+  }
+
+  #apply(op: Op): void {
+    if (this.#closed) {
+      op.reject(new StoreUnavailableError('the store is closed'));
+      return;
+    }
+    applyBatch(planBatch([op], this.#index.nextId, false), this.#index);
+  }
+}
+
+export function openMemoryStore(): PetStore {
+  return new MemoryStore();
+}

@@ -1,0 +1,132 @@
+// Shared by the black-box tests: start the built bundle exactly as a user would.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root (tests run from build/test/). */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const BUNDLE = join(ROOT, 'dist', 'petstore.js');
+
+export const KEYS = {
+  free: 'free-key-0123',
+  pro: 'pro-key-0123',
+  business: 'business-key-0123',
+  enterprise: 'enterprise-key-0123',
+} as const;
+
+/** A config like the demo one, with test keys; `extra` overrides top-level fields. */
+export function testConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    plans: { free: { perMinute: 60, perDay: 1000 }, pro: { perMinute: 300, perDay: 10000 }, business: { perMinute: 1000, perDay: 100000 } },
+    keys: [
+      { key: KEYS.free, plan: 'free', name: 'free-test' },
+      { key: KEYS.pro, plan: 'pro', name: 'pro-test' },
+      { key: KEYS.business, plan: 'business', name: 'business-test' },
+      { key: KEYS.enterprise, plan: 'enterprise', name: 'enterprise-test', limits: { perMinute: 100000, perDay: 10000000 } },
+    ],
+    anonymous: { perMinute: 1000, perDay: 100000 },
+    ...extra,
+  };
+}
+
+export function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'petstore-test-'));
+}
+
+export function writeConfig(dir: string, config: Record<string, unknown> = testConfig()): string {
+  const file = join(dir, 'petstore.config.json');
+  writeFileSync(file, JSON.stringify(config));
+  return file;
+}
+
+export interface Running {
+  readonly url: string;
+  readonly proc: ChildProcess;
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  /** SIGTERM and wait; resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Resolves when the process exits. */
+  readonly exited: Promise<number | null>;
+}
+
+/** Spawn `node dist/petstore.js ARGS --port 0` and wait for the ready line. */
+export function startBundle(args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Running> {
+  const proc = spawn(process.execPath, [BUNDLE, '--port', '0', '--log-level', 'warn', ...args], {
+    cwd: opts.cwd ?? tempDir(),
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ready line in 10 s; stderr: ${err}`)), 10_000);
+    proc.stderr?.on('data', (d: Buffer) => { err += d.toString(); });
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /^petstore listening on (http:\/\/\S+\/v1)$/m.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve({
+          url: m[1],
+          proc,
+          stdout: () => out,
+          stderr: () => err,
+          exited,
+          stop(signal = 'SIGTERM') {
+            proc.kill(signal);
+            return exited;
+          },
+        });
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code} before ready; stderr: ${err}`));
+    });
+  });
+}
+
+/** Run the bundle to completion (for failures at start, --help, ...). */
+export function runBundle(args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(process.execPath, [BUNDLE, ...args], {
+    cwd: opts.cwd ?? tempDir(),
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+  proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+  return new Promise((resolve) => proc.on('exit', (code) => resolve({ code, stdout, stderr })));
+}
+
+export interface Res {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+  readonly json: unknown;
+}
+
+/** fetch, with the body read and parsed. */
+export async function call(url: string, init: RequestInit & { key?: string } = {}): Promise<Res> {
+  const headers = new Headers(init.headers);
+  if (init.key !== undefined) headers.set('authorization', `Bearer ${init.key}`);
+  const res = await fetch(url, { ...init, headers });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    json = undefined; // the assertions on `text` will say what came back
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** POST a JSON body. */
+export function post(url: string, key: string, body: unknown): Promise<Res> {
+  return call(url, { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}

@@ -1,0 +1,25 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseQuery, single } from '../src/query.js';
+import { ApiError } from '../src/errors.js';
+
+test('parses pairs, + as space, percent-encoding, empty values', () => {
+  const q = parseQuery('a=1&b=hello+world&c=%41%42&d&e=');
+  assert.deepEqual([...q.entries()], [['a', ['1']], ['b', ['hello world']], ['c', ['AB']], ['d', ['']], ['e', ['']]]);
+});
+
+test('repeated parameters are kept and refused by single()', () => {
+  const q = parseQuery('limit=1&limit=2');
+  assert.throws(() => single(q, 'limit'), (e: unknown) => e instanceof ApiError && e.status === 400 && /limit/.test(e.message));
+  assert.equal(single(q, 'other'), undefined);
+});
+
+test('malformed percent-encoding is a 400', () => {
+  assert.throws(() => parseQuery('a=%zz'), (e: unknown) => e instanceof ApiError && e.code === 'invalid_request');
+});
+
+test('__proto__ is just a name', () => {
+  const q = parseQuery('__proto__=1&constructor=2');
+  assert.equal(single(q, '__proto__'), '1');
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
+});

@@ -1,0 +1,77 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ApiError } from '../src/errors.js';
+import { parseLimit, parseNewPet, parsePetId, parseStatus, parseCursor } from '../src/schemas.js';
+import { check } from '../src/validate.js';
+import { newPetSchema } from '../src/schemas.js';
+
+function rejects(fn: () => unknown, field: string): void {
+  assert.throws(fn, (e: unknown) => e instanceof ApiError && e.code === 'invalid_request' && e.message.includes(field));
+}
+
+test('limit: accepted values', () => {
+  assert.equal(parseLimit(undefined), 20);
+  assert.equal(parseLimit('1'), 1);
+  assert.equal(parseLimit('100'), 100);
+  assert.equal(parseLimit('050'), 50);
+});
+for (const raw of ['0', '101', 'abc', '1.5', '1e1', '', '-1', '+1', ' 1', '0x10', '1000']) {
+  test(`limit ${JSON.stringify(raw)} refused`, () => rejects(() => parseLimit(raw), 'limit'));
+}
+
+test('status', () => {
+  for (const s of ['available', 'pending', 'sold'] as const) assert.equal(parseStatus(s), s);
+  assert.equal(parseStatus(undefined), undefined);
+  for (const s of ['', 'Available', 'lost', 'sold ']) rejects(() => parseStatus(s), 'status');
+});
+
+test('cursor', () => {
+  assert.equal(parseCursor('15'), 15);
+  for (const s of ['', 'x', '-1', '1.5', '99999999999999999']) rejects(() => parseCursor(s), 'cursor');
+});
+
+test('petId', () => {
+  assert.equal(parsePetId('42'), 42);
+  assert.equal(parsePetId('-3'), -3);
+  assert.equal(parsePetId('9223372036854775807'), Number.POSITIVE_INFINITY);
+  for (const s of ['abc', '1.5', '1e3', '', '9223372036854775808', '-9223372036854775809', '0x1', ' 1']) rejects(() => parsePetId(s), 'petId');
+});
+
+const validPets: unknown[] = [
+  { name: 'a', categoryId: 0 },
+  { name: 'a', categoryId: -5, status: 'sold' },
+  { name: 'x'.repeat(256), categoryId: Number.MAX_SAFE_INTEGER },
+  { name: 'a', categoryId: 1, id: 77, extra: true },
+];
+for (const body of validPets) {
+  test(`NewPet accepted: ${JSON.stringify(body).slice(0, 50)}`, () => {
+    const pet = parseNewPet(body);
+    assert.deepEqual(Object.keys(pet).filter((k) => !['name', 'categoryId', 'status'].includes(k)), []);
+  });
+}
+
+const invalidPets: Array<[unknown, string]> = [
+  [null, 'object'], [[], 'object'], ['x', 'object'], [5, 'object'],
+  [{ categoryId: 1 }, 'name'], [{ name: '', categoryId: 1 }, 'name'], [{ name: ' ', categoryId: 1 }, 'name'],
+  [{ name: 'x'.repeat(257), categoryId: 1 }, 'name'], [{ name: 1, categoryId: 1 }, 'name'], [{ name: ['a'], categoryId: 1 }, 'name'],
+  [{ name: 'a' }, 'categoryId'], [{ name: 'a', categoryId: '1' }, 'categoryId'], [{ name: 'a', categoryId: 1.5 }, 'categoryId'],
+  [{ name: 'a', categoryId: Number.MAX_SAFE_INTEGER + 2 }, 'categoryId'], [{ name: 'a', categoryId: Infinity }, 'categoryId'],
+  [{ name: 'a', categoryId: NaN }, 'categoryId'], [{ name: 'a', categoryId: null }, 'categoryId'],
+  [{ name: 'a', categoryId: 1, status: 'lost' }, 'status'], [{ name: 'a', categoryId: 1, status: null }, 'status'],
+  [{ name: 'a', categoryId: 1, status: 1 }, 'status'],
+];
+for (const [body, field] of invalidPets) {
+  test(`NewPet refused (${field}): ${JSON.stringify(body)?.slice(0, 50)}`, () => rejects(() => parseNewPet(body), field));
+}
+
+test('__proto__ in a body never reaches a prototype', () => {
+  const body: unknown = JSON.parse('{"name":"a","categoryId":1,"__proto__":{"status":"sold"}}');
+  const pet = parseNewPet(body);
+  assert.equal(pet.status, undefined);
+  assert.equal(Object.getPrototypeOf(pet), Object.prototype);
+});
+
+test('check reports every problem with its path', () => {
+  const problems = check(newPetSchema, { status: 'x' });
+  assert.deepEqual(problems.map((p) => p.path).sort(), ['categoryId', 'name', 'status']);
+});
