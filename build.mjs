@@ -10,7 +10,7 @@ const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 
 function tsFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const p = join(dir, e.name);
-    if (e.isDirectory()) return e.name === 'bench' ? [] : tsFiles(p);
+    if (e.isDirectory()) return ['bench', 'tools', 'node_modules'].includes(e.name) ? [] : tsFiles(p);
     return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [p] : [];
   });
 }
