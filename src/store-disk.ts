@@ -1,5 +1,6 @@
 // Small file-system helpers shared by the journal and the snapshot code.
-import { open, unlink } from 'node:fs/promises';
+import { mkdir, open, unlink } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { FileHandle } from 'node:fs/promises';
 import { errorCode } from './store-errors.js';
 
@@ -27,6 +28,19 @@ export async function fsyncDir(dir: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * Creates `dir` and any missing parents, durably: a new directory's name lives in its
+ * parent, so each parent of a directory created here is fsynced too.
+ */
+export async function makeDir(dir: string): Promise<void> {
+  const first = await mkdir(dir, { recursive: true });
+  if (first === undefined) return;
+  for (let d = dir; d !== dirname(d); d = dirname(d)) {
+    await fsyncDir(dirname(d));
+    if (d === first) return;
   }
 }
 

@@ -15,10 +15,10 @@
 //   would have used are given out again: the journal is cut back to its last durable length
 //   first, or, if that fails too, rebuilt from memory (snapshot + empty journal) before the
 //   next write, so no two durable records ever share an id.
-import { mkdir, rename } from 'node:fs/promises';
+import { rename } from 'node:fs/promises';
 import { applyBatch, checkSeedInput, failBatch, planBatch, readPage, readPet, submit } from './store-batch.js';
 import type { Op, SeedPet } from './store-batch.js';
-import { fsyncDir, unlinkIfPresent } from './store-disk.js';
+import { fsyncDir, makeDir, unlinkIfPresent } from './store-disk.js';
 import type { DiskOp, IoHook, StorePaths } from './store-disk.js';
 import { describeError, errorCode, StoreUnavailableError } from './store-errors.js';
 import type { IndexView, PetIndex } from './store-index.js';
@@ -81,6 +81,9 @@ export class FileStore implements PetStore {
     this.#journal = journal;
     this.#snapshotBytes = sizes.snapshotBytes;
     this.#oldJournalBytes = sizes.oldJournalBytes;
+    // A long journal (or a leftover `.old`) found at start is compacted now, not at the first
+    // write, so that the next start is fast even if this run writes nothing.
+    this.#wake();
   }
 
   get count(): number {
@@ -121,6 +124,11 @@ export class FileStore implements PetStore {
       return;
     }
     this.#queue.push(op);
+    this.#wake();
+  }
+
+  /** Starts the writer unless it is running. */
+  #wake(): void {
     if (this.#draining) return;
     this.#draining = true;
     // Start on the next macrotask, so that every create arriving in the same turn of the
@@ -128,15 +136,17 @@ export class FileStore implements PetStore {
     this.#drained = new Promise<void>((done) => setImmediate(done)).then(() => this.#drain());
   }
 
-  /** The single writer: one batch at a time, until the queue is empty. Never rejects. */
+  /**
+   * The single writer: one batch at a time until the queue is empty, and the journal
+   * rotation of a compaction in between (never while a batch is in flight). Never rejects.
+   */
   async #drain(): Promise<void> {
     try {
-      while (this.#queue.length > 0) {
+      do {
         const ops = this.#queue.splice(0);
-        if (this.#needsRebuild && !(await this.#tryRebuild(ops))) continue;
-        await this.#commit(ops);
+        if (ops.length > 0 && (!this.#needsRebuild || (await this.#tryRebuild(ops)))) await this.#commit(ops);
         await this.#maybeStartCompaction();
-      }
+      } while (this.#queue.length > 0);
     } catch (err) {
       // Only a bug gets here; fail what is queued rather than leave callers waiting forever.
       this.#logger.log('error', 'store writer failed unexpectedly', { error: describeError(err) });
@@ -218,7 +228,7 @@ export class FileStore implements PetStore {
 
   async #rebuild(): Promise<void> {
     await this.#compaction;
-    await mkdir(this.#paths.dir, { recursive: true });
+    await makeDir(this.#paths.dir);
     await reassertLock(this.#paths.lock, this.#logger);
     // The snapshot covers everything acknowledged, so only after its rename may the old
     // journals go: a crash in between replays them over it and skips what it already holds.
@@ -243,12 +253,14 @@ export class FileStore implements PetStore {
       (this.#resetSinceSnapshot && this.#snapshotBytes + total > this.#compactMinBytes);
     if (!due || total < this.#compactRetryAt) return;
     const view = this.#index.view();
-    this.#resetSinceSnapshot = false;
     // With a `.old` left by a failed compaction, skip the rotation: the new snapshot covers
     // `.old` too, and the active journal may overlap the snapshot (replay skips overlaps).
     if (this.#oldJournalBytes === undefined && !(await this.#rotate(journal, total))) return;
+    this.#resetSinceSnapshot = false;
     this.#compaction = this.#compact(view, total).finally(() => {
       this.#compaction = null;
+      // Writes during the compaction (a reset, a large seed) may have made another one due.
+      if (this.#closing === null) this.#wake();
     });
   }
 
@@ -285,6 +297,7 @@ export class FileStore implements PetStore {
       this.#snapshotBytes = await writeSnapshot(this.#paths, view, this.#beforeIo, this.#logger);
       await unlinkIfPresent(this.#paths.oldJournal);
       this.#oldJournalBytes = undefined;
+      this.#compactRetryAt = 0;
       this.#logger.log('info', 'data file compacted', { file: this.#paths.given, pets: view.count, bytes: this.#snapshotBytes });
     } catch (err) {
       this.#compactionFailed(err, total);

@@ -1,5 +1,10 @@
 // The in-memory state of a store: every pet in id order, plus one list per status so that a
 // filtered page costs O(log n + limit) however rare the status is.
+//
+// Only the pet objects are kept, not their JSON text: measured with 1,000,000 pets, keeping
+// both costs about 140 MiB more RSS and 750 ms more at open (one stringify per pet), while
+// making the text on each read (petJson) costs about 0.1 us per pet returned. The objects
+// kept are the ones JSON.parse made from the snapshot, so loading allocates nothing more.
 import type { Pet, PetStatus } from './types.js';
 
 /** Read-only view of the first `count` pets, stable while the store keeps growing. */

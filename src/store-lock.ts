@@ -1,6 +1,7 @@
 // One writer per data file: `<file>.lock` holds the pid of the process that owns the file.
 // The lock file appears atomically with its content (written aside, then hard-linked into
 // place, which fails if the name exists), so a reader never sees an empty lock.
+import { randomUUID } from 'node:crypto';
 import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { errorCode, describeError } from './store-errors.js';
 import type { Logger } from './types.js';
@@ -42,7 +43,8 @@ async function readLockPid(lockPath: string): Promise<number | undefined | 'miss
 
 /** Creates the lock file with our pid; false if the name is already taken. */
 async function tryCreate(lockPath: string): Promise<boolean> {
-  const aside = `${lockPath}.${process.pid}.tmp`;
+  // Unique even between two stores of one process opening the same file at once.
+  const aside = `${lockPath}.${process.pid}.${randomUUID()}.tmp`;
   await writeFile(aside, `${process.pid}\n`);
   try {
     await link(aside, lockPath);

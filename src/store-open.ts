@@ -1,8 +1,7 @@
 // Opening a file store: directory, lock, snapshot, journals (`.old` first), then the
 // running FileStore. Anything that stops the start is a StoreOpenError naming the file.
-import { mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { fsyncDir, unlinkIfPresent } from './store-disk.js';
+import { fsyncDir, makeDir, unlinkIfPresent } from './store-disk.js';
 import type { StorePaths } from './store-disk.js';
 import { describeError, StoreOpenError } from './store-errors.js';
 import { FileStore } from './store-file.js';
@@ -31,7 +30,7 @@ export async function openFileStore(file: string, opts: FileStoreOptions): Promi
   const paths = storePaths(file);
   const { logger } = opts;
   try {
-    await mkdir(paths.dir, { recursive: true });
+    await makeDir(paths.dir);
   } catch (err) {
     throw new StoreOpenError(file, `Cannot create the directory of data file ${file}: ${describeError(err)}.`, { cause: err });
   }
@@ -59,10 +58,21 @@ async function loadStore(paths: StorePaths, opts: FileStoreOptions): Promise<Fil
   const old = replayJournal(paths.oldJournal, paths, index, false, opts.logger);
   const active = replayJournal(paths.journal, paths, index, true, opts.logger);
   const journal = await JournalWriter.open(paths.journal, active.goodBytes, active.totalBytes);
-  if (!active.existed) await fsyncDir(paths.dir);
-  // A snapshot left half-written by a crash is of no use; the data file itself is intact.
-  await unlinkIfPresent(paths.tmp);
-  opts.logger.log('info', 'data file opened', { file: paths.given, pets: index.count, nextId: index.nextId });
+  try {
+    if (!active.existed) await fsyncDir(paths.dir);
+    // A snapshot left half-written by a crash is of no use; the data file itself is intact.
+    await unlinkIfPresent(paths.tmp);
+  } catch (err) {
+    await journal.close();
+    throw err;
+  }
+  opts.logger.log('info', 'data file opened', {
+    file: paths.given,
+    pets: index.count,
+    nextId: index.nextId,
+    // A compaction was cut short (by a crash, or a disk error) and is finished later.
+    rotatedJournal: old.existed,
+  });
   return new FileStore(paths, opts, index, journal, {
     snapshotBytes: snapshot.bytes,
     oldJournalBytes: old.existed ? old.totalBytes : undefined,

@@ -25,6 +25,9 @@ export interface LoadedSnapshot extends SnapshotContent {
 /**
  * Reads and checks the snapshot. A missing file is an empty store; anything unreadable or
  * malformed is a StoreOpenError, and the file is left exactly as it is.
+ *
+ * One readFileSync + one JSON.parse is the fastest way in (see the benchmark). It bounds the
+ * snapshot to V8's largest string, 2^29 - 24 characters: about 7 million pets.
  */
 export function readSnapshot(paths: StorePaths): LoadedSnapshot {
   let text: string;

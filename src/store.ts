@@ -35,7 +35,11 @@ export interface PetStore {
   seed(pets: ReadonlyArray<NewPet & { id?: number }>): Promise<StoredPet[]>;
   /** Empties the store; ids restart at 1. */
   reset(): Promise<void>;
-  /** Waits for pending writes, leaves everything durable, releases the data file. Idempotent. */
+  /**
+   * Waits for pending writes, leaves everything durable, releases the data file. Idempotent.
+   * Rejects (StoreUnavailableError) only if the data files vanished after a disk error and
+   * could not be rewritten, so acknowledged pets are not on disk.
+   */
   close(): Promise<void>;
 }
 
