@@ -16,7 +16,13 @@ export function jsonLogger(minLevel: LogLevel | 'silent', sink: LogSink): Logger
       const n = LEVELS[level];
       if (n < min) return;
       let line = `{"level":${n},"time":${Date.now()}${base}`;
-      if (fields) for (const k in fields) line += `,${JSON.stringify(k)}:${JSON.stringify(fields[k]) ?? 'null'}`;
+      if (fields) {
+        for (const k in fields) {
+          // Like pino (JSON.stringify), an undefined field is left out rather than written as null.
+          const value = JSON.stringify(fields[k]);
+          if (value !== undefined) line += `,${JSON.stringify(k)}:${value}`;
+        }
+      }
       sink(`${line},"msg":${JSON.stringify(msg)}}\n`);
     },
   };

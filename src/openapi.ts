@@ -32,10 +32,11 @@ function toJsonSchema(schema: Schema, top = false): Json {
   return out;
 }
 
-const RATE_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'];
+// Headers on every response of every operation (the rate-limit ones, and the request id).
+const COMMON_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit', 'X-Request-Id'];
 
 function headerRefs(extra: readonly string[] = []): Json {
-  return Object.fromEntries([...RATE_HEADERS, ...extra].map((h) => [h, { $ref: `#/components/headers/${h}` }]));
+  return Object.fromEntries([...COMMON_HEADERS, ...extra].map((h) => [h, { $ref: `#/components/headers/${h}` }]));
 }
 
 function errorResponse(description: string, extra: readonly string[] = []): Json {
@@ -94,6 +95,7 @@ const HEADER_DOCS: Record<string, [string, Json]> = {
   Sunset: ['RFC 8594 removal date.', { type: 'string' }],
   Link: ['RFC 8288 links: `rel="next"` for pages, `rel="successor-version"` for the deprecated operation.', { type: 'string' }],
   Location: ['URL of the created animal.', { type: 'string' }],
+  'X-Request-Id': ['The request id: the client\'s own `X-Request-Id` when it is 1..128 plain characters, a UUID otherwise. Also in the access log.', { type: 'string' }],
 };
 
 /** The whole document for a config (servers come from its environments). */
@@ -108,6 +110,7 @@ export function openApiDocument(routes: readonly RouteSpec[], config: Config, ve
     info: {
       title: 'Pet Store',
       version,
+      license: { name: 'MIT', identifier: 'MIT' },
       description: `Error codes: ${Object.keys(ERROR_CODES).map((c) => `\`${c}\``).join(', ')}.`,
     },
     servers: [
@@ -115,7 +118,11 @@ export function openApiDocument(routes: readonly RouteSpec[], config: Config, ve
       { url: config.environments.staging, description: 'staging' },
     ],
     security: [{ bearerAuth: [] }],
-    tags: [{ name: 'Pets' }, { name: 'Store' }, { name: 'Meta' }],
+    tags: [
+      { name: 'Pets', description: 'List, add and look up animals.' },
+      { name: 'Store', description: 'Store operations; their shapes are not published yet.' },
+      { name: 'Meta', description: 'About the API itself.' },
+    ],
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key as a bearer token.' } },

@@ -57,7 +57,7 @@ export interface RouteSpec {
   readonly handler: (ctx: HandlerContext) => Reply | Promise<Reply>;
 }
 
-/** The pet ids of a listing, serialized from the JSON each pet was stored with. */
+/** A listing as a JSON array, joined from the JSON text each pet was stored with. */
 function petArray(items: readonly StoredPet[]): string {
   if (items.length === 0) return '[]';
   let out = '[';
@@ -84,16 +84,23 @@ const listPets: RouteSpec = {
     { name: 'cursor', in: 'query', required: false, schema: cursorSchema },
   ],
   responses: {
-    200: { description: 'A page of animals. A full page carries `Link: <...>; rel="next"`.', schema: { type: 'array', items: petSchema } },
+    200: {
+      description: 'A page of animals. When more follow, `Link: <...>; rel="next"` (RFC 8288) gives the next page, filters carried over; the last page has none.',
+      schema: { type: 'array', items: petSchema },
+    },
+    400: { description: 'limit, status or cursor is not valid (or given twice).', schema: 'Error' },
   },
   handler({ query, store, base }) {
     const limit = parseLimit(single(query, 'limit'));
     const status = parseStatus(single(query, 'status'));
     const afterId = parseCursor(single(query, 'cursor'));
-    const items = store.list({ limit, status, afterId });
+    // One pet more than the page shows tells whether a next page exists, so the last page
+    // carries no next link even when it is exactly full.
+    const items = store.list({ limit: limit + 1, status, afterId });
+    const more = items.length > limit;
+    if (more) items.length = limit;
     const last = items[items.length - 1];
-    // A full page may have a successor; the last (short) page has none.
-    const headers = items.length === limit && last ? { link: nextLink(base, limit, status, last.pet.id) } : undefined;
+    const headers = more && last ? { link: nextLink(base, limit, status, last.pet.id) } : undefined;
     return { status: 200, body: petArray(items), headers };
   },
 };

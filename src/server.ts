@@ -91,7 +91,10 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
     const app = createApp({
       store, clock, logger, keyLimiter, addressLimiter, routes: [...ROUTES, openApiRoute(ROUTES, __PETSTORE_VERSION__)],
       config: () => config,
-      publicBase: options.env ? config.environments[options.env] : undefined,
+      // Read per request, so that a reload that changes the environments moves the links too.
+      get publicBase() {
+        return options.env ? config.environments[options.env] : undefined;
+      },
     });
     server = createServer({
       // Deliberate bounds (see README, "Timeouts and limits").
@@ -138,11 +141,28 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
     },
     async reload(source) {
       const next = await resolveConfig(source ?? options.config);
+      const ignored = restartOnlyChanges(config, next);
       config = next;
       // Keys that still exist keep their buckets and bans; revoked keys are forgotten.
       keyLimiter.retain(new Set(next.keys.keys()));
+      if (ignored.length > 0) logger.log('warn', 'config reloaded; changes to these fields take effect only after a restart', { fields: ignored });
     },
   };
+}
+
+/**
+ * Fields a reload does not apply: where the service listens and writes, and what the
+ * limiters and the logger were built with. Everything else is read per request.
+ */
+function restartOnlyChanges(old: Config, next: Config): string[] {
+  const fields: string[] = [];
+  if (old.host !== next.host) fields.push('host');
+  if (old.port !== next.port) fields.push('port');
+  if (old.dataFile !== next.dataFile) fields.push('dataFile');
+  if (old.logLevel !== next.logLevel) fields.push('logLevel');
+  if (old.ban.after !== next.ban.after || old.ban.seconds !== next.ban.seconds) fields.push('ban');
+  if (old.anonymousTableSize !== next.anonymousTableSize) fields.push('anonymousTableSize');
+  return fields;
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {
