@@ -1,6 +1,7 @@
 // One writer per data file: `<file>.lock` holds the pid of the process that owns the file.
 // The lock file appears atomically with its content (written aside, then hard-linked into
 // place, which fails if the name exists), so a reader never sees an empty lock.
+import { resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { errorCode, describeError } from './store-errors.js';
@@ -12,6 +13,13 @@ export class LockHeldError extends Error {
     super(`locked by process ${pid}`);
   }
 }
+
+/**
+ * Lock files held by this process. The one piece of module state in the service, on
+ * purpose: a lock is a property of the process, and it is how two embedded instances in one
+ * process are kept off the same data file, while a stale file with our own pid is not.
+ */
+const heldHere = new Set<string>();
 
 /** True if a process with this pid exists (EPERM: it exists but belongs to someone else). */
 export function isProcessAlive(pid: number): boolean {
@@ -84,11 +92,18 @@ async function removeStale(lockPath: string, stalePid: number | undefined): Prom
  * over, with a warning, a lock whose process is gone (killed, or a crash).
  */
 export async function acquireLock(lockPath: string, logger: Logger): Promise<void> {
+  const key = resolve(lockPath);
+  if (heldHere.has(key)) throw new LockHeldError(process.pid);
   for (let attempt = 0; attempt < 5; attempt++) {
-    if (await tryCreate(lockPath)) return;
+    if (await tryCreate(lockPath)) {
+      heldHere.add(key);
+      return;
+    }
     const pid = await readLockPid(lockPath);
     if (pid === 'missing') continue;
-    if (pid !== undefined && isProcessAlive(pid)) throw new LockHeldError(pid);
+    // Our own pid in a lock this process does not hold is a previous incarnation's: in a
+    // container node is often pid 1 on every start, and pid 1 is always "alive".
+    if (pid !== undefined && pid !== process.pid && isProcessAlive(pid)) throw new LockHeldError(pid);
     logger.log('warn', 'taking over a stale data file lock', {
       lock: lockPath,
       stalePid: pid ?? 'unreadable',
@@ -111,6 +126,7 @@ export async function reassertLock(lockPath: string, logger: Logger): Promise<vo
 
 /** Removes the lock if it is still ours; a problem is logged, not thrown (we are closing). */
 export async function releaseLock(lockPath: string, logger: Logger): Promise<void> {
+  heldHere.delete(resolve(lockPath));
   try {
     if ((await readLockPid(lockPath)) === process.pid) await unlink(lockPath);
     else logger.log('warn', 'data file lock is no longer ours; leaving it', { lock: lockPath });

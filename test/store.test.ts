@@ -518,6 +518,16 @@ test('file store: a stale lock from a dead process is taken over with a warning'
   assert.equal(existsSync(`${file}.lock`), false);
 });
 
+test('file store: a stale lock holding our own pid (a container restart, pid 1 again) is taken over', async (t) => {
+  const file = dataFile(t);
+  mkdirSync(join(file, '..'), { recursive: true });
+  writeFileSync(`${file}.lock`, `${process.pid}\n`);
+  const store = await openFileStore(file, { logger: testLogger() });
+  // ... while a second open in this same process is still refused.
+  await assert.rejects(open(file), new RegExp(`in use by process ${process.pid}`));
+  await store.close();
+});
+
 test('file store: a directory that cannot be created is refused by name', async (t) => {
   const dir = tempDir();
   t.after(() => rmSync(dir, { recursive: true, force: true }));
