@@ -158,9 +158,9 @@ function refill(e: Entry, limits: Limits, mono: number): void {
 
 export class Limiter {
   readonly #clock: Clock;
-  readonly #banAfter: number;
-  readonly #banMs: number;
-  readonly #maxEntries: number;
+  #banAfter = 0;
+  #banMs = 0;
+  #maxEntries = Infinity;
   readonly #entries = new Map<string, Entry>();
   /** Oldest and youngest ends of the LRU list. */
   #oldest: Entry | undefined = undefined;
@@ -172,21 +172,30 @@ export class Limiter {
   readonly #scratch = new Entry('', { perMinute: 1, perDay: 1 }, 0);
 
   constructor(opts: LimiterOptions) {
-    const { after, seconds } = opts.ban;
+    this.#clock = opts.clock;
+    this.configure(opts.ban, opts.maxEntries);
+  }
+
+  /**
+   * Changes the ban policy and the size bound (a config reload). Bans already running keep
+   * their end; a smaller bound evicts the least recently used ids at once.
+   */
+  configure(ban: BanPolicy, maxEntries?: number): void {
+    const { after, seconds } = ban;
     if (!(after >= 0 && (Number.isInteger(after) || after === Infinity))) {
       throw new RangeError(`ban.after must be a non-negative integer, got ${after}`);
     }
     if (!(Number.isFinite(seconds) && seconds >= 0)) {
       throw new RangeError(`ban.seconds must be a non-negative number, got ${seconds}`);
     }
-    const max = opts.maxEntries ?? Infinity;
+    const max = maxEntries ?? Infinity;
     if (!(max === Infinity || (Number.isInteger(max) && max >= 1))) {
       throw new RangeError(`maxEntries must be a positive integer, got ${max}`);
     }
-    this.#clock = opts.clock;
     this.#banAfter = after;
     this.#banMs = seconds * 1000;
     this.#maxEntries = max;
+    while (this.#entries.size > this.#maxEntries && this.#oldest !== undefined) this.#remove(this.#oldest);
   }
 
   get size(): number {

@@ -145,6 +145,8 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
       config = next;
       // Keys that still exist keep their buckets and bans; revoked keys are forgotten.
       keyLimiter.retain(new Set(next.keys.keys()));
+      keyLimiter.configure(next.ban);
+      addressLimiter.configure(next.ban, next.anonymousTableSize);
       if (ignored.length > 0) logger.log('warn', 'config reloaded; changes to these fields take effect only after a restart', { fields: ignored });
     },
   };
@@ -152,7 +154,7 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
 
 /**
  * Fields a reload does not apply: where the service listens and writes, and what the
- * limiters and the logger were built with. Everything else is read per request.
+ * logger was built with. Everything else is read per request or re-applied by reload().
  */
 function restartOnlyChanges(old: Config, next: Config): string[] {
   const fields: string[] = [];
@@ -160,8 +162,6 @@ function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.port !== next.port) fields.push('port');
   if (old.dataFile !== next.dataFile) fields.push('dataFile');
   if (old.logLevel !== next.logLevel) fields.push('logLevel');
-  if (old.ban.after !== next.ban.after || old.ban.seconds !== next.ban.seconds) fields.push('ban');
-  if (old.anonymousTableSize !== next.anonymousTableSize) fields.push('anonymousTableSize');
   return fields;
 }
 

@@ -671,3 +671,22 @@ describe('toState / restore', () => {
     assert.throws(() => limiter.restore(bad), /version/);
   });
 });
+
+describe('configure (a config reload)', () => {
+  it('a new ban policy applies from the next refusal, and a smaller bound evicts at once', () => {
+    const { limiter } = setup({ after: 20, seconds: 300 }, 100);
+    const tiny: Limits = { perMinute: 1, perDay: 100 };
+    assert.equal(limiter.take('a', tiny).outcome, 'ok');
+    assert.equal(limiter.take('a', tiny).outcome, 'rate_limited');
+    limiter.configure({ after: 1, seconds: 60 }, 100);
+    assert.equal(limiter.take('a', tiny).outcome, 'rate_limited');
+    const banned = limiter.take('a', tiny);
+    assert.equal(banned.outcome, 'temporarily_banned');
+    assert.equal(banned.retryAfter, 60);
+    for (let i = 0; i < 50; i++) limiter.take(`id${i}`, FREE);
+    assert.equal(limiter.size, 51);
+    limiter.configure({ after: 1, seconds: 60 }, 10);
+    assert.equal(limiter.size, 10);
+    assert.throws(() => limiter.configure({ after: -1, seconds: 1 }), RangeError);
+  });
+});

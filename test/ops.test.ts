@@ -191,7 +191,7 @@ describe('SIGHUP reload', () => {
 
       writeFileSync(file, JSON.stringify({
         ...base,
-        ban: { after: 5, seconds: 60 },
+        dataFile: 'elsewhere/pets.json',
         keys: [
           { key: KEEP, plan: 'free', name: 'keep' },
           { key: UPGRADE, plan: 'business', name: 'upgrade' },
@@ -203,7 +203,7 @@ describe('SIGHUP reload', () => {
       assert.ok(srv.stderr().includes(file), 'the message names the file');
       await until('the restart-only warning', () => srv.stdout().includes('take effect only after a restart'));
       const warning = JSON.parse(srv.stdout().split('\n').find((l) => l.includes('only after a restart')) ?? '{}') as { level: number; fields: string[] };
-      assert.deepEqual({ level: warning.level, fields: warning.fields }, { level: 40, fields: ['ban'] }, 'a change a reload cannot apply is named');
+      assert.deepEqual({ level: warning.level, fields: warning.fields }, { level: 40, fields: ['dataFile'] }, 'a change a reload cannot apply is named');
 
       const kept = await get(KEEP);
       assert.equal(kept.status, 200);

@@ -18,9 +18,12 @@ function assertRateHeaders(res: Res, limit: number, what: string): void {
 
 test('every status code carries the rate-limit headers of the binding bucket', async () => {
   const dir = tempDir();
-  const srv = await startBundle(['--memory', '--config', writeConfig(dir)], { cwd: dir });
+  // The day bucket binds (100 < 100,000) and refills ~0.001 token/s, so every request shows.
+  const config = testConfig();
+  (config.keys as unknown[]).push({ key: 'day-bound-key', plan: 'enterprise', limits: { perMinute: 100000, perDay: 100 } });
+  const srv = await startBundle(['--memory', '--config', writeConfig(dir, config)], { cwd: dir });
   try {
-    const k = KEYS.business;
+    const k = 'day-bound-key';
     const json = { 'content-type': 'application/json' };
     const cases: Array<[number, () => Promise<Res>]> = [
       [201, () => post(`${srv.url}/pets`, k, { name: 'a', categoryId: 1 })],
@@ -34,11 +37,12 @@ test('every status code carries the rate-limit headers of the binding bucket', a
       [415, () => call(`${srv.url}/pets`, { method: 'POST', key: k, headers: { 'content-type': 'text/plain' }, body: '{}' })],
       [501, () => call(`${srv.url}/store/orders`, { key: k })],
     ];
-    let previous = 1000;
+    let previous = 100;
     for (const [status, send] of cases) {
       const res = await send();
       assert.equal(res.status, status, res.text);
-      assertRateHeaders(res, 1000, `${status}`);
+      assertRateHeaders(res, 100, `${status}`);
+      assert.match(res.headers.get('ratelimit') ?? '', /^"day";r=\d+;t=\d+$/);
       const remaining = Number(res.headers.get('x-ratelimit-remaining'));
       assert.equal(remaining, previous - 1, `${status}: every request counts once`);
       previous = remaining;
