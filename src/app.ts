@@ -1,5 +1,6 @@
 // The HTTP layer: one request lifecycle, and one function (`send`) that every response,
 // errors included, passes through. The phases, in order, and the statuses they answer:
+//   0. Host header (RFC 9112 3.2)       400 invalid_request: missing or repeated in HTTP/1.1
 //   1. /healthz                         200 (no key, no limit)
 //   2. route match (kept for phase 5)   -- deprecated routes get their headers from here on
 //   3. authentication                   key, or the per-address budget of keyless requests
@@ -15,7 +16,7 @@ import { ApiError, errorBody, type ErrorCode } from './errors.js';
 import type { Limiter, LimitResult } from './limiter.js';
 import { parseQuery } from './query.js';
 import { Router } from './router.js';
-import type { Reply, RouteSpec } from './routes.js';
+import { PageCache, type HandlerContext, type Reply, type RouteSpec } from './routes.js';
 import type { PetStore } from './store.js';
 import { StoreUnavailableError } from './store.js';
 import type { Clock, Logger } from './types.js';
@@ -61,6 +62,9 @@ const DRAIN_CAP_BYTES = 8 * 1024 * 1024;
 export function createApp(deps: AppDeps): RequestListener {
   const router = new Router<RouteSpec>();
   for (const route of deps.routes) router.add(route.method, `/v1${route.path}`, route);
+  const pages = new PageCache();
+  // Decided once: with access logs off, a request builds no log fields at all.
+  const accessLog = deps.logger.enabled?.('info') ?? true;
 
   return (req, res) => {
     const x: Exchange = {
@@ -71,19 +75,28 @@ export function createApp(deps: AppDeps): RequestListener {
       headers: {},
       keyName: undefined,
     };
-    handle(deps, router, x).catch((err: unknown) => fail(deps, x, err));
+    try {
+      handle(deps, router, pages, accessLog, x)?.catch((err: unknown) => fail(deps, accessLog, x, err));
+    } catch (err) {
+      fail(deps, accessLog, x, err);
+    }
   };
 }
 
-async function handle(deps: AppDeps, router: Router<RouteSpec>, x: Exchange): Promise<void> {
+/** Synchronous until a handler returns a promise (only createPet does), to spare the hot reads. */
+function handle(deps: AppDeps, router: Router<RouteSpec>, pages: PageCache, accessLog: boolean, x: Exchange): Promise<void> | undefined {
   const url = x.req.url ?? '/';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   const method = x.req.method ?? 'GET';
 
+  // Phase 0, malformed HTTP that node's parser lets through (see answerClientError in server.ts).
+  const hostProblem = checkHost(x.req);
+  if (hostProblem !== undefined) throw new ApiError('invalid_request', hostProblem);
+
   if (path === '/healthz') {
-    send(deps, x, 200, '{"status":"ok"}');
-    return;
+    send(deps, accessLog, x, 200, '{"status":"ok"}');
+    return undefined;
   }
 
   const match = router.match(method, path);
@@ -99,8 +112,8 @@ async function handle(deps: AppDeps, router: Router<RouteSpec>, x: Exchange): Pr
       x.headers['access-control-allow-methods'] = match.allow;
       x.headers['access-control-allow-headers'] = 'Authorization, Content-Type, X-Request-Id';
       x.headers['access-control-max-age'] = '600';
-      send(deps, x, 204, undefined);
-      return;
+      send(deps, accessLog, x, 204, undefined);
+      return undefined;
     }
   }
   if (route?.auth === 'none') {
@@ -122,22 +135,42 @@ async function handle(deps: AppDeps, router: Router<RouteSpec>, x: Exchange): Pr
     }
   }
 
+  // RFC 9112 section 3.2: a server must answer 400 to an HTTP/1.1 request without Host.
+  if (x.req.headers.host === undefined && x.req.httpVersion === '1.1') {
+    throw new ApiError('invalid_request', 'An HTTP/1.1 request must carry a Host header.');
+  }
+  // RFC 9110 section 10.1.1: an expectation the server cannot meet is a 417.
+  const expect = x.req.headers.expect;
+  if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
+    throw new ApiError('expectation_failed', `Expect "${clip(expect)}" is not supported; only 100-continue is.`);
+  }
   if (match.kind === 'not_found') throw new ApiError('not_found', `No route for ${method} ${clip(path)}.`);
   if (match.kind === 'method_not_allowed') {
     x.headers.allow = match.allow;
     throw new ApiError('method_not_allowed', `Method ${clip(method)} is not allowed on ${clip(path)}; allowed: ${match.allow}.`);
   }
-  const reply: Reply = await match.handler.handler({
+  const ctx: HandlerContext = {
     req: x.req,
     params: match.params,
     query: parseQuery(q === -1 ? '' : url.slice(q + 1)),
     store: deps.store,
     maxBodyBytes: config.maxBodyBytes,
-    base: base(deps, x.req),
+    get base() {
+      return base(deps, x.req);
+    },
     config,
-  });
+    pages,
+  };
+  const reply = match.handler.handler(ctx);
+  if (reply instanceof Promise) return reply.then((r) => sendReply(deps, accessLog, x, r));
+  sendReply(deps, accessLog, x, reply);
+  return undefined;
+}
+
+/** Sends a handler's reply with the headers gathered so far. */
+function sendReply(deps: AppDeps, accessLog: boolean, x: Exchange, reply: Reply): void {
   if (reply.headers) Object.assign(x.headers, reply.headers);
-  send(deps, x, reply.status, reply.body);
+  send(deps, accessLog, x, reply.status, reply.body);
 }
 
 const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit-Policy, RateLimit, Retry-After, ' +
@@ -172,7 +205,7 @@ function addDeprecation(x: Exchange, baseUrl: string, successor: string, sunset:
 }
 
 /** Turns any failure into an Error body; only unexpected ones are 500s, and logged. */
-function fail(deps: AppDeps, x: Exchange, err: unknown): void {
+function fail(deps: AppDeps, accessLog: boolean, x: Exchange, err: unknown): void {
   if (x.res.headersSent) {
     deps.logger.log('error', 'failure after the response started', { reqId: x.reqId, err: String(err) });
     x.res.destroy();
@@ -190,38 +223,51 @@ function fail(deps: AppDeps, x: Exchange, err: unknown): void {
     deps.logger.log('error', 'unexpected failure', { reqId: x.reqId, err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   }
   if (error.headers) Object.assign(x.headers, error.headers);
-  if (error instanceof BodyTooLarge) drainUpload(x);
-  send(deps, x, error.status, errorBody(error.code, error.message));
+  const body = errorBody(error.code, error.message);
+  // A 413 while the upload is still arriving waits for the rest of it (discarded, bounded).
+  if (error instanceof BodyTooLarge && !x.req.complete) discardThen(x, () => send(deps, accessLog, x, error.status, body));
+  else send(deps, accessLog, x, error.status, body);
 }
 
 /**
- * After a 413 the unread upload must not turn into a TCP reset before the client reads the
- * status: closing a socket with unread input sends RST, and the peer may then discard the
- * response it has not read yet. So the rest is read and thrown away (the connection stays
- * usable), up to a cap; past the cap the connection is dropped.
+ * The rest of an oversized upload is read and thrown away before the 413 is sent: a server
+ * that answers and closes while the client is still sending makes the client's kernel reset
+ * the connection, and the client may never read the answer (even more so when it asked for
+ * Connection: close). Past DRAIN_CAP_BYTES it answers at once and closes the connection.
  */
-function drainUpload(x: Exchange): void {
+function discardThen(x: Exchange, respond: () => void): void {
   const socket = x.req.socket; // req.socket is null once the request is destroyed
   let drained = 0;
+  let answered = false;
+  const answer = (): void => {
+    if (answered) return;
+    answered = true;
+    respond();
+  };
   x.req.on('data', (chunk: Buffer) => {
     drained += chunk.length;
-    if (drained > DRAIN_CAP_BYTES) socket.destroy();
+    if (drained > DRAIN_CAP_BYTES && !answered) {
+      x.headers.connection = 'close';
+      answer();
+    }
   });
+  x.req.on('end', answer);
   x.req.on('error', () => socket.destroy());
   x.req.resume();
 }
 
 /** The one exit: every response of the service is written here, with writeHead and end once. */
-function send(deps: AppDeps, x: Exchange, status: number, body: string | undefined): void {
+function send(deps: AppDeps, accessLog: boolean, x: Exchange, status: number, body: string | Buffer | undefined): void {
   const headers = x.headers;
   headers['x-request-id'] = x.reqId;
   if (body !== undefined) {
     headers['content-type'] = JSON_TYPE;
-    headers['content-length'] = String(Buffer.byteLength(body));
+    headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
   }
   headers['cache-control'] = 'no-store';
   x.res.writeHead(status, headers);
   x.res.end(body);
+  if (!accessLog) return;
   deps.logger.log('info', 'request completed', {
     reqId: x.reqId,
     req: { method: x.req.method, url: x.req.url },
@@ -229,6 +275,23 @@ function send(deps: AppDeps, x: Exchange, status: number, body: string | undefin
     responseTime: Math.round((deps.clock.monotonic() - x.started) * 100) / 100,
     key: x.keyName,
   });
+}
+
+/**
+ * RFC 9112 section 3.2: an HTTP/1.1 request without a Host header field, or with more than
+ * one, is answered 400. (node:http checks the first itself unless requireHostHeader is off,
+ * but answers without an Error body.)
+ */
+function checkHost(req: IncomingMessage): string | undefined {
+  if (req.httpVersionMajor !== 1 || req.httpVersionMinor === 0) return undefined;
+  if (req.headers.host === undefined) return 'The Host header is required in HTTP/1.1.';
+  const raw = req.rawHeaders;
+  let seen = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host' && ++seen > 1) return 'The Host header must be given only once.';
+  }
+  return undefined;
 }
 
 function requestId(req: IncomingMessage): string {

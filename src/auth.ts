@@ -1,7 +1,7 @@
 // Bearer authentication (RFC 6750). Keys are looked up by their SHA-256 digest, so the
 // comparison never runs over the secret itself: hashing both sides to a fixed length first
 // makes the lookup time independent of how much of a wrong key matches.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { KeyEntry } from './config.js';
 
 export type AuthResult =
@@ -19,11 +19,10 @@ export function authenticate(header: string | undefined, keys: ReadonlyMap<strin
   if (space !== 6 || header.slice(0, 6).toLowerCase() !== 'bearer') return INVALID;
   const token = header.slice(7).trim();
   if (token === '') return INVALID;
-  const digest = createHash('sha256').update(token).digest();
-  const entry = keys.get(digest.toString('hex'));
-  if (entry === undefined) return INVALID;
-  // The Map lookup compared digests only; confirm in constant time all the same.
-  return timingSafeEqual(digest, Buffer.from(entry.digest, 'hex')) ? { kind: 'key', entry } : INVALID;
+  // Only digests are compared (by the Map): the time taken says nothing about how much of
+  // a wrong key matches a real one.
+  const entry = keys.get(hash('sha256', token, 'hex'));
+  return entry === undefined ? INVALID : { kind: 'key', entry };
 }
 
 /** The WWW-Authenticate challenge of a 401 (RFC 6750 section 3). */

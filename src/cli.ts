@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile, parseConfig, type Config } from './config.js';
-import { jsonLogger } from './log.js';
+import { batchingSink, jsonLogger } from './log.js';
 import { readSeedFile } from './seed.js';
 import { StartError, startPetstore, type PetstoreHandle } from './server.js';
 import { StoreOpenError } from './store.js';
@@ -69,6 +69,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
 
   let handle: PetstoreHandle;
+  const out = batchingSink((chunk) => process.stdout.write(chunk));
   try {
     const seed = resolved.seedFile === undefined ? undefined : await readSeedFile(resolved.seedFile);
     handle = await startPetstore({
@@ -78,14 +79,18 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       host: resolved.host,
       env: resolved.env,
       seed,
-      logger: jsonLogger(resolved.logLevel, (line) => process.stdout.write(line)),
+      logger: jsonLogger(resolved.logLevel, out.sink),
     });
   } catch (err) {
+    out.drainTo((chunk) => process.stderr.write(chunk));
     io.err(`petstore: ${describeStartError(err)}`);
     return 1;
   }
   io.out(`petstore listening on ${handle.url}`);
-  return waitForSignals(handle, resolved, io);
+  out.release();
+  const code = await waitForSignals(handle, resolved, io);
+  out.flush();
+  return code;
 }
 
 class UsageError extends Error {}

@@ -7,6 +7,7 @@ export const ERROR_CODES = {
   not_found: { status: 404, summary: 'No such resource or path.' },
   request_timeout: { status: 408, summary: 'The request (headers or body) did not arrive in time.' },
   method_not_allowed: { status: 405, summary: 'The path exists but not with this method; see the Allow header.' },
+  expectation_failed: { status: 417, summary: 'The request has an Expect header other than 100-continue.' },
   payload_too_large: { status: 413, summary: 'The request body is larger than the configured maximum.' },
   request_header_fields_too_large: { status: 431, summary: 'The request headers are larger than the server accepts.' },
   unsupported_media_type: { status: 415, summary: 'The request body is not application/json.' },
@@ -25,7 +26,12 @@ export class ApiError extends Error {
   readonly status: number;
   readonly headers: Readonly<Record<string, string>> | undefined;
   constructor(code: ErrorCode, message: string, headers?: Record<string, string>) {
+    // An ApiError is an answer, not a fault: skip capturing a stack trace, which would
+    // otherwise be the largest cost of every 400 and 401.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.code = code;
     this.status = ERROR_CODES[code].status;
     this.headers = headers;

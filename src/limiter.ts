@@ -81,7 +81,9 @@ const SLACK_MS = 0.001;
 
 /** Whole tokens in a bucket (see SLACK_MS). */
 function wholeTokens(units: number, windowMs: number, capacity: number): number {
-  return Math.floor((units + capacity * SLACK_MS) / windowMs);
+  // The slack grows with capacity; for very large plans it would otherwise show as more
+  // whole tokens than the bucket holds.
+  return Math.min(capacity, Math.floor((units + capacity * SLACK_MS) / windowMs));
 }
 
 /** ms until a bucket holding `units` has one whole token (0 if it has one). */

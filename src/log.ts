@@ -12,6 +12,7 @@ export function jsonLogger(minLevel: LogLevel | 'silent', sink: LogSink): Logger
   const min = LEVELS[minLevel];
   const base = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`;
   return {
+    enabled: (level) => LEVELS[level] >= min,
     log(level, msg, fields) {
       const n = LEVELS[level];
       if (n < min) return;
@@ -28,7 +29,56 @@ export function jsonLogger(minLevel: LogLevel | 'silent', sink: LogSink): Logger
   };
 }
 
-export const silentLogger: Logger = { log() {} };
+export const silentLogger: Logger = { log() {}, enabled: () => false };
+
+export interface BatchingSink {
+  readonly sink: LogSink;
+  /** Write what is pending now (at shutdown). */
+  flush(): void;
+  /** Start writing: lines logged before this are held (see below). */
+  release(): void;
+  /** Hand the held lines to another writer instead (a start that failed: stderr). */
+  drainTo(write: (chunk: string) => void): void;
+}
+
+/**
+ * Batches lines into one write per event-loop turn (or per 64 KiB): stdout to a pipe or a
+ * file is a synchronous write in node, and one per request would cost a syscall each.
+ * It starts held, so that warnings logged while starting cannot come before the ready
+ * line, which must be the first line on stdout.
+ */
+export function batchingSink(write: (chunk: string) => void): BatchingSink {
+  let pending = '';
+  let scheduled = false;
+  let held = true;
+  const flush = (): void => {
+    scheduled = false;
+    if (pending === '' || held) return;
+    const chunk = pending;
+    pending = '';
+    write(chunk);
+  };
+  return {
+    sink(line) {
+      pending += line;
+      if (held) return;
+      if (pending.length >= 65536) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+    release() {
+      held = false;
+      flush();
+    },
+    drainTo(other) {
+      if (pending !== '') other(pending);
+      pending = '';
+    },
+  };
+}
 
 /** Adapts a plain function `(level, msg, fields) => void` given by an embedder. */
 export function functionLogger(fn: (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void): Logger {

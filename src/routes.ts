@@ -16,8 +16,8 @@ import { openApiDocument } from './openapi.js';
 /** What a handler answers; the app adds the common headers and sends it. */
 export interface Reply {
   readonly status: number;
-  /** Serialized JSON, or undefined for no body. */
-  readonly body: string | undefined;
+  /** Serialized JSON (a Buffer when it is reused across requests), or undefined for no body. */
+  readonly body: string | Buffer | undefined;
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -31,6 +31,43 @@ export interface HandlerContext {
   readonly base: string;
   /** The config in force for this request. */
   readonly config: Config;
+  /** Serialized list pages of this app instance (see PageCache). */
+  readonly pages: PageCache;
+}
+
+interface CachedPage {
+  readonly generation: number;
+  /** Pets in the store when the page was built; a last page is valid only while this holds. */
+  readonly count: number;
+  /**
+   * Bytes, not a string: node writes a Buffer body beside the header block, whereas a string
+   * body is first concatenated with it, a fresh copy per request.
+   */
+  readonly body: Buffer;
+  /** Id of the page's last pet when more pets follow, else undefined. */
+  readonly nextAfter: number | undefined;
+}
+
+/**
+ * Serialized pages of GET /pets, so the hot read does not rebuild the same JSON on every
+ * request. Pets are immutable and ids ascend, so a page that has a successor never changes
+ * until a reset (the store's generation); the last page is valid while no pet was added.
+ * Bounded: past MAX_PAGES entries the cache starts over.
+ */
+export class PageCache {
+  static readonly MAX_PAGES = 1024;
+  readonly #pages = new Map<string, CachedPage>();
+
+  get(key: string, store: PetStore): CachedPage | undefined {
+    const page = this.#pages.get(key);
+    if (page === undefined || page.generation !== store.generation) return undefined;
+    return page.nextAfter !== undefined || page.count === store.count ? page : undefined;
+  }
+
+  set(key: string, page: CachedPage): void {
+    if (this.#pages.size >= PageCache.MAX_PAGES) this.#pages.clear();
+    this.#pages.set(key, page);
+  }
 }
 
 export interface Parameter {
@@ -90,18 +127,26 @@ const listPets: RouteSpec = {
     },
     400: { description: 'limit, status or cursor is not valid (or given twice).', schema: 'Error' },
   },
-  handler({ query, store, base }) {
+  handler(ctx) {
+    const { query, store, pages } = ctx;
     const limit = parseLimit(single(query, 'limit'));
     const status = parseStatus(single(query, 'status'));
     const afterId = parseCursor(single(query, 'cursor'));
-    // One pet more than the page shows tells whether a next page exists, so the last page
-    // carries no next link even when it is exactly full.
-    const items = store.list({ limit: limit + 1, status, afterId });
-    const more = items.length > limit;
-    if (more) items.length = limit;
-    const last = items[items.length - 1];
-    const headers = more && last ? { link: nextLink(base, limit, status, last.pet.id) } : undefined;
-    return { status: 200, body: petArray(items), headers };
+    const key = `${limit}|${status ?? ''}|${afterId ?? 0}`;
+    let page = pages.get(key, store);
+    if (page === undefined) {
+      const { generation, count } = store;
+      // One pet more than the page shows tells whether a next page exists, so the last page
+      // carries no next link even when it is exactly full.
+      const items = store.list({ limit: limit + 1, status, afterId });
+      const more = items.length > limit;
+      if (more) items.length = limit;
+      const nextAfter = more ? items[items.length - 1]?.pet.id : undefined;
+      page = { generation, count, body: Buffer.from(petArray(items)), nextAfter };
+      pages.set(key, page);
+    }
+    const headers = page.nextAfter === undefined ? undefined : { link: nextLink(ctx.base, limit, status, page.nextAfter) };
+    return { status: 200, body: page.body, headers };
   },
 };
 

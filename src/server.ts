@@ -1,7 +1,7 @@
 // startPetstore: config, store, limiters and the HTTP server wired together. Used by the
 // command line and by embedders; it holds no module-level state, so several instances can
 // run in one process.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createApp } from './app.js';
 import { systemClock } from './clock.js';
@@ -80,6 +80,7 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
   const addressLimiter = new Limiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
   let persistence: LimiterPersistence | undefined;
   let server: Server | undefined;
+  let stopping = false;
   try {
     if (options.seed?.length) await store.seed(options.seed);
     if (dataFile !== undefined) {
@@ -96,13 +97,23 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
         return options.env ? config.environments[options.env] : undefined;
       },
     });
+    const listener = (req: IncomingMessage, res: ServerResponse): void => {
+      // Once stopping, every answer closes its connection, so that busy keep-alive clients
+      // move on instead of holding the server open until the grace period runs out.
+      if (stopping) res.setHeader('connection', 'close');
+      app(req, res);
+    };
     server = createServer({
       // Deliberate bounds (see README, "Timeouts and limits").
       headersTimeout: 10_000,
       requestTimeout: 30_000,
       keepAliveTimeout: 5_000,
       maxHeaderSize: 16 * 1024,
-    }, app);
+      // Requests without Host, and unknown Expect values, are answered by the app with an
+      // Error body rather than by node:http with an empty one.
+      requireHostHeader: false,
+    }, listener);
+    server.on('checkExpectation', listener);
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
     await listen(server, options.port ?? config.port, options.host ?? config.host);
   } catch (err) {
@@ -123,6 +134,7 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
     port: address.port,
     host: address.address,
     close() {
+      stopping = true;
       closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(async () => {
         await store.close();
         await persistence?.stop();

@@ -90,6 +90,10 @@ export class FileStore implements PetStore {
     return this.#index.count;
   }
 
+  get generation(): number {
+    return this.#index.generation;
+  }
+
   get(id: number): StoredPet | undefined {
     return readPet(this.#index, id);
   }

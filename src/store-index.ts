@@ -27,6 +27,12 @@ export class PetIndex {
   #byStatus: StatusLists = emptyStatusLists();
   /** The id the next created pet gets; above every id handed out since the last reset. */
   #nextId = 1;
+  /** Bumped when pets already listed may change (load, clear); appends do not bump it. */
+  #generation = 0;
+
+  get generation(): number {
+    return this.#generation;
+  }
 
   get count(): number {
     return this.#pets.length;
@@ -46,6 +52,7 @@ export class PetIndex {
     this.#pets = pets;
     this.#byStatus = byStatus;
     this.#nextId = nextId;
+    this.#generation++;
   }
 
   /** Appends a pet; the caller guarantees pet.id >= nextId. */
@@ -60,6 +67,7 @@ export class PetIndex {
     this.#pets = [];
     this.#byStatus = emptyStatusLists();
     this.#nextId = 1;
+    this.#generation++;
   }
 
   view(): IndexView {

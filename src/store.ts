@@ -26,6 +26,12 @@ export interface ListQuery {
 export interface PetStore {
   /** Number of pets. */
   readonly count: number;
+  /**
+   * Changes when pets already stored may change (a reset); not on appends. Pets are
+   * immutable and ids ascend, so a page followed by more pets stays the same within one
+   * generation: readers may cache it.
+   */
+  readonly generation: number;
   get(id: number): StoredPet | undefined;
   /** Ascending id, ids > afterId, with the status if given, at most limit; O(limit + log n). */
   list(q: ListQuery): StoredPet[];
@@ -50,6 +56,10 @@ class MemoryStore implements PetStore {
 
   get count(): number {
     return this.#index.count;
+  }
+
+  get generation(): number {
+    return this.#index.generation;
   }
 
   get(id: number): StoredPet | undefined {

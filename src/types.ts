@@ -28,4 +28,6 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 /** Structured logger; fields never contain an API key. */
 export interface Logger {
   log(level: LogLevel, msg: string, fields?: Record<string, unknown>): void;
+  /** Whether lines of this level are written; absent means yes. Lets callers skip building fields. */
+  enabled?(level: LogLevel): boolean;
 }

@@ -690,3 +690,15 @@ describe('configure (a config reload)', () => {
     assert.throws(() => limiter.configure({ after: -1, seconds: 1 }), RangeError);
   });
 });
+
+describe('very large plans', () => {
+  it('Remaining never exceeds the Limit', () => {
+    const { limiter } = setup();
+    const huge: Limits = { perMinute: 1_000_000_000, perDay: 1_000_000_000_000 };
+    for (let i = 0; i < 3; i++) {
+      const r = limiter.take('big', huge);
+      assert.equal(r.outcome, 'ok');
+      assert.ok(Number(header(r, 'X-RateLimit-Remaining')) <= 1_000_000_000, header(r, 'X-RateLimit-Remaining'));
+    }
+  });
+});
