@@ -1,0 +1,3 @@
+-- GET without any Authorization header (the 401 scenario).
+wrk.method = "GET"
+dofile("wrk/report.lua")
