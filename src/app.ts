@@ -38,6 +38,16 @@ export interface AppDeps {
 
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
+/** What one app instance keeps between requests (nothing is module-level). */
+interface Instance {
+  readonly deps: AppDeps;
+  readonly router: Router<RouteSpec>;
+  readonly pages: PageCache;
+  readonly accessLog: boolean;
+  /** Host header value -> base URL, so a request does not build the same string again. */
+  readonly bases: Map<string, string>;
+}
+
 /** Per-request state carried through the phases. */
 interface Exchange {
   readonly req: IncomingMessage;
@@ -58,33 +68,41 @@ const DEPRECATION = `@${Date.UTC(2026, 0, 1) / 1000}`;
 // After a 413 the rest of the upload is read and thrown away up to this many bytes, so the
 // client sees the status instead of a connection reset; past it the connection is dropped.
 const DRAIN_CAP_BYTES = 8 * 1024 * 1024;
+const DRAIN_WAIT_MS = 5_000;
 
 export function createApp(deps: AppDeps): RequestListener {
   const router = new Router<RouteSpec>();
   for (const route of deps.routes) router.add(route.method, `/v1${route.path}`, route);
-  const pages = new PageCache();
-  // Decided once: with access logs off, a request builds no log fields at all.
-  const accessLog = deps.logger.enabled?.('info') ?? true;
+  const app: Instance = {
+    deps,
+    router,
+    pages: new PageCache(),
+    // Decided once: with access logs off, a request builds no log fields at all.
+    accessLog: deps.logger.enabled?.('info') ?? true,
+    bases: new Map(),
+  };
+  const ids = requestIds();
 
   return (req, res) => {
     const x: Exchange = {
       req,
       res,
       started: deps.clock.monotonic(),
-      reqId: requestId(req),
+      reqId: requestId(req, ids),
       headers: {},
       keyName: undefined,
     };
     try {
-      handle(deps, router, pages, accessLog, x)?.catch((err: unknown) => fail(deps, accessLog, x, err));
+      handle(app, x)?.catch((err: unknown) => fail(app, x, err));
     } catch (err) {
-      fail(deps, accessLog, x, err);
+      fail(app, x, err);
     }
   };
 }
 
 /** Synchronous until a handler returns a promise (only createPet does), to spare the hot reads. */
-function handle(deps: AppDeps, router: Router<RouteSpec>, pages: PageCache, accessLog: boolean, x: Exchange): Promise<void> | undefined {
+function handle(app: Instance, x: Exchange): Promise<void> | undefined {
+  const { deps, router } = app;
   const url = x.req.url ?? '/';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
@@ -95,14 +113,14 @@ function handle(deps: AppDeps, router: Router<RouteSpec>, pages: PageCache, acce
   if (hostProblem !== undefined) throw new ApiError('invalid_request', hostProblem);
 
   if (path === '/healthz') {
-    send(deps, accessLog, x, 200, '{"status":"ok"}');
+    send(app, x, 200, '{"status":"ok"}');
     return undefined;
   }
 
   const match = router.match(method, path);
   const route = match.kind === 'found' ? match.handler : undefined;
   // Every response of a deprecated operation carries the headers, errors included.
-  if (route?.deprecated) addDeprecation(x, base(deps, x.req), route.deprecated.successor, route.deprecated.sunset);
+  if (route?.deprecated) addDeprecation(x, base(app, x.req), route.deprecated.successor, route.deprecated.sunset);
 
   const config = deps.config();
   if (config.cors.origins.length > 0 && allowCors(x, config)) {
@@ -112,7 +130,7 @@ function handle(deps: AppDeps, router: Router<RouteSpec>, pages: PageCache, acce
       x.headers['access-control-allow-methods'] = match.allow;
       x.headers['access-control-allow-headers'] = 'Authorization, Content-Type, X-Request-Id';
       x.headers['access-control-max-age'] = '600';
-      send(deps, accessLog, x, 204, undefined);
+      send(app, x, 204, undefined);
       return undefined;
     }
   }
@@ -155,22 +173,20 @@ function handle(deps: AppDeps, router: Router<RouteSpec>, pages: PageCache, acce
     query: parseQuery(q === -1 ? '' : url.slice(q + 1)),
     store: deps.store,
     maxBodyBytes: config.maxBodyBytes,
-    get base() {
-      return base(deps, x.req);
-    },
+    base: base(app, x.req),
     config,
-    pages,
+    pages: app.pages,
   };
   const reply = match.handler.handler(ctx);
-  if (reply instanceof Promise) return reply.then((r) => sendReply(deps, accessLog, x, r));
-  sendReply(deps, accessLog, x, reply);
+  if (reply instanceof Promise) return reply.then((r) => sendReply(app, x, r));
+  sendReply(app, x, reply);
   return undefined;
 }
 
 /** Sends a handler's reply with the headers gathered so far. */
-function sendReply(deps: AppDeps, accessLog: boolean, x: Exchange, reply: Reply): void {
+function sendReply(app: Instance, x: Exchange, reply: Reply): void {
   if (reply.headers) Object.assign(x.headers, reply.headers);
-  send(deps, accessLog, x, reply.status, reply.body);
+  send(app, x, reply.status, reply.body);
 }
 
 const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit-Policy, RateLimit, Retry-After, ' +
@@ -190,8 +206,14 @@ function allowCors(x: Exchange, config: Config): boolean {
 
 /** Adds the limiter's headers; a refusal becomes the response. */
 function applyLimit(x: Exchange, limit: LimitResult): void {
-  for (const [name, value] of limit.headers) x.headers[name] = value;
+  const h = x.headers;
+  h['X-RateLimit-Limit'] = limit.limit;
+  h['X-RateLimit-Remaining'] = limit.remaining;
+  h['X-RateLimit-Reset'] = limit.reset;
+  h['RateLimit-Policy'] = limit.policy;
+  h['RateLimit'] = limit.rateLimit;
   if (limit.outcome === 'ok') return;
+  h['Retry-After'] = String(limit.retryAfter);
   const message = limit.outcome === 'temporarily_banned'
     ? `Too many requests after 429 responses: temporarily banned; retry after ${limit.retryAfter} s.`
     : `Rate limit exceeded; retry after ${limit.retryAfter} s.`;
@@ -205,7 +227,8 @@ function addDeprecation(x: Exchange, baseUrl: string, successor: string, sunset:
 }
 
 /** Turns any failure into an Error body; only unexpected ones are 500s, and logged. */
-function fail(deps: AppDeps, accessLog: boolean, x: Exchange, err: unknown): void {
+function fail(app: Instance, x: Exchange, err: unknown): void {
+  const deps = app.deps;
   if (x.res.headersSent) {
     deps.logger.log('error', 'failure after the response started', { reqId: x.reqId, err: String(err) });
     x.res.destroy();
@@ -224,9 +247,15 @@ function fail(deps: AppDeps, accessLog: boolean, x: Exchange, err: unknown): voi
   }
   if (error.headers) Object.assign(x.headers, error.headers);
   const body = errorBody(error.code, error.message);
-  // A 413 while the upload is still arriving waits for the rest of it (discarded, bounded).
-  if (error instanceof BodyTooLarge && !x.req.complete) discardThen(x, () => send(deps, accessLog, x, error.status, body));
-  else send(deps, accessLog, x, error.status, body);
+  // A 413 while the upload is still arriving waits for the rest of it (discarded, bounded),
+  // unless the announced length is beyond what would be drained anyway.
+  const announced = Number(x.req.headers['content-length'] ?? 0);
+  if (error instanceof BodyTooLarge && !x.req.complete && !(announced > DRAIN_CAP_BYTES)) {
+    discardThen(x, () => send(app, x, error.status, body));
+  } else {
+    if (error instanceof BodyTooLarge && !x.req.complete) x.headers.connection = 'close';
+    send(app, x, error.status, body);
+  }
 }
 
 /**
@@ -242,8 +271,14 @@ function discardThen(x: Exchange, respond: () => void): void {
   const answer = (): void => {
     if (answered) return;
     answered = true;
+    clearTimeout(timer);
     respond();
   };
+  // A client that stops sending mid-upload gets its answer after DRAIN_WAIT_MS all the same.
+  const timer = setTimeout(() => {
+    x.headers.connection = 'close';
+    answer();
+  }, DRAIN_WAIT_MS);
   x.req.on('data', (chunk: Buffer) => {
     drained += chunk.length;
     if (drained > DRAIN_CAP_BYTES && !answered) {
@@ -257,7 +292,7 @@ function discardThen(x: Exchange, respond: () => void): void {
 }
 
 /** The one exit: every response of the service is written here, with writeHead and end once. */
-function send(deps: AppDeps, accessLog: boolean, x: Exchange, status: number, body: string | Buffer | undefined): void {
+function send(app: Instance, x: Exchange, status: number, body: string | Buffer | undefined): void {
   const headers = x.headers;
   headers['x-request-id'] = x.reqId;
   if (body !== undefined) {
@@ -267,12 +302,12 @@ function send(deps: AppDeps, accessLog: boolean, x: Exchange, status: number, bo
   headers['cache-control'] = 'no-store';
   x.res.writeHead(status, headers);
   x.res.end(body);
-  if (!accessLog) return;
-  deps.logger.log('info', 'request completed', {
+  if (!app.accessLog) return;
+  app.deps.logger.log('info', 'request completed', {
     reqId: x.reqId,
     req: { method: x.req.method, url: x.req.url },
     res: { statusCode: status },
-    responseTime: Math.round((deps.clock.monotonic() - x.started) * 100) / 100,
+    responseTime: Math.round((app.deps.clock.monotonic() - x.started) * 100) / 100,
     key: x.keyName,
   });
 }
@@ -294,15 +329,34 @@ function checkHost(req: IncomingMessage): string | undefined {
   return undefined;
 }
 
-function requestId(req: IncomingMessage): string {
+function requestId(req: IncomingMessage, next: () => string): string {
   const given = req.headers['x-request-id'];
-  return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : randomUUID();
+  return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : next();
 }
 
-function base(deps: AppDeps, req: IncomingMessage): string {
-  if (deps.publicBase) return deps.publicBase;
+/**
+ * Request ids: a random prefix per app instance and a counter, unique across restarts and
+ * instances without the cost of a UUID per request.
+ */
+function requestIds(): () => string {
+  const prefix = randomUUID().slice(0, 8);
+  let n = 0;
+  return () => `${prefix}-${(++n).toString(36)}`;
+}
+
+function base(app: Instance, req: IncomingMessage): string {
+  if (app.deps.publicBase) return app.deps.publicBase;
   const host = req.headers.host;
-  if (host !== undefined && SANE_HOST.test(host)) return `http://${host}/v1`;
+  if (host !== undefined) {
+    const known = app.bases.get(host);
+    if (known !== undefined) return known;
+    if (SANE_HOST.test(host)) {
+      if (app.bases.size >= 64) app.bases.clear(); // Host values are client-chosen: stay bounded
+      const url = `http://${host}/v1`;
+      app.bases.set(host, url);
+      return url;
+    }
+  }
   const addr = req.socket.localAddress ?? '127.0.0.1';
   return `http://${addr.includes(':') ? `[${addr}]` : addr}:${req.socket.localPort ?? 0}/v1`;
 }

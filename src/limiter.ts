@@ -28,8 +28,39 @@ export interface LimitResult {
   readonly outcome: LimitOutcome;
   /** Whole seconds, rounded up; 0 when ok. */
   readonly retryAfter: number;
-  /** Header name/value pairs to add to the response. */
+  /** Values of X-RateLimit-Limit, -Remaining, -Reset, RateLimit-Policy and RateLimit. */
+  readonly limit: string;
+  readonly remaining: string;
+  readonly reset: string;
+  readonly policy: string;
+  readonly rateLimit: string;
+  /** Header name/value pairs to add to the response (Retry-After included on a refusal). */
   readonly headers: ReadonlyArray<readonly [string, string]>;
+}
+
+/** Plain fields for the hot path; the pairs are built only when someone asks for them. */
+class Result implements LimitResult {
+  constructor(
+    readonly outcome: LimitOutcome,
+    readonly retryAfter: number,
+    readonly limit: string,
+    readonly remaining: string,
+    readonly reset: string,
+    readonly policy: string,
+    readonly rateLimit: string,
+  ) {}
+
+  get headers(): ReadonlyArray<readonly [string, string]> {
+    const pairs: Array<readonly [string, string]> = [
+      ['X-RateLimit-Limit', this.limit],
+      ['X-RateLimit-Remaining', this.remaining],
+      ['X-RateLimit-Reset', this.reset],
+      ['RateLimit-Policy', this.policy],
+      ['RateLimit', this.rateLimit],
+    ];
+    if (this.outcome !== 'ok') pairs.push(['Retry-After', String(this.retryAfter)]);
+    return pairs;
+  }
 }
 
 export interface LimiterOptions {
@@ -396,17 +427,17 @@ export class Limiter {
     const resetAt = Math.ceil((this.#clock.now() + msToFull) / 1000);
     const secondsToFull = Math.ceil(msToFull / 1000);
     const remainingStr = String(remaining);
-    const headers: Array<readonly [string, string]> = [
-      ['X-RateLimit-Limit', minuteBinds ? strings.minuteLimit : strings.dayLimit],
-      ['X-RateLimit-Remaining', remainingStr],
-      ['X-RateLimit-Reset', String(resetAt)],
-      ['RateLimit-Policy', strings.policy],
+    return new Result(
+      outcome,
+      retryAfter,
+      minuteBinds ? strings.minuteLimit : strings.dayLimit,
+      remainingStr,
+      String(resetAt),
+      strings.policy,
       // draft-ietf-httpapi-ratelimit-headers: RateLimit is a List of the policies in effect,
       // each a String item naming the policy with r (remaining) and t (seconds to reset).
-      ['RateLimit', (minuteBinds ? '"minute";r=' : '"day";r=') + remainingStr + ';t=' + secondsToFull],
-    ];
-    if (outcome !== 'ok') headers.push(['Retry-After', String(retryAfter)]);
-    return { outcome, retryAfter, headers };
+      (minuteBinds ? '"minute";r=' : '"day";r=') + remainingStr + ';t=' + secondsToFull,
+    );
   }
 
   /** Strings that depend only on the limits, cached by value (plans are few). */

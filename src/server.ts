@@ -216,11 +216,23 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
     socket.destroy();
     return;
   }
+  // Pipelined requests before the bad one may still be answering (a create waiting for its
+  // fsync): their answers go first, in order, and the 400 after them. node:http keeps the
+  // response being written in socket._httpMessage, and moves the next queued one there when
+  // it finishes. If that request is itself incomplete, the error is about its own body (cut
+  // short): then it is answered here and now.
+  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (inFlight && !inFlight.writableFinished && inFlight.req.complete) {
+    inFlight.once('finish', () => answerClientError(err, socket));
+    return;
+  }
   let status = 400;
   let body = errorBody('invalid_request', 'The request is not valid HTTP/1.1.');
   if (err.code === 'HPE_HEADER_OVERFLOW') {
     status = 431;
     body = errorBody('request_header_fields_too_large', 'The request headers are larger than 16 KiB.');
+  } else if (err.code === 'HPE_INVALID_EOF_STATE') {
+    body = errorBody('invalid_request', 'The connection ended before the request body was complete.');
   } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     status = 408;
     body = errorBody('request_timeout', 'The request did not arrive in time.');

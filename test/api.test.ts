@@ -348,6 +348,9 @@ describe('other routes', () => {
     const given = await call(`${srv.url}/pets?limit=1`, { key, headers: { 'x-request-id': 'abc-123' } });
     assert.equal(given.headers.get('x-request-id'), 'abc-123');
     const made = await call(`${srv.url}/pets?limit=1`, { key, headers: { 'x-request-id': 'bad id with spaces' } });
-    assert.match(made.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+    const generated = made.headers.get('x-request-id') ?? '';
+    assert.match(generated, /^[0-9a-f]{8}-[0-9a-z]+$/);
+    const next = (await call(`${srv.url}/pets?limit=1`, { key })).headers.get('x-request-id');
+    assert.notEqual(next, generated, 'generated ids are unique');
   });
 });
