@@ -1,7 +1,7 @@
 // Persistence of the limiter state (day buckets and bans survive a restart, CONTRACT.md 4).
 // The file is replaced atomically so that a crash mid-save leaves the previous snapshot.
 
-import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from './types.js';
@@ -15,6 +15,8 @@ export async function saveLimiterState(file: string, state: LimiterState): Promi
   // savers never write into each other's temp file.
   const tmp = join(dir, `.${basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   try {
+    // The directory may have been removed under a running service (the store recreates it too).
+    await mkdir(dir, { recursive: true });
     await writeDurably(tmp, JSON.stringify(state) + '\n');
     await rename(tmp, file);
   } catch (err) {

@@ -317,6 +317,11 @@ export class FileStore implements PetStore {
     await this.#drained;
     await this.#compaction;
     let failure: Error | undefined;
+    // A directory deleted since the last write is noticed only here: the journal, unlinked
+    // with it, would take every acknowledged pet along when closed.
+    if (!this.#needsRebuild && this.#journal && !(await this.#journal.isLinked().catch(() => false))) {
+      this.#needsRebuild = true;
+    }
     if (this.#needsRebuild) {
       // The last write failed in a way that may have lost the files (directory removed):
       // one more attempt to leave every acknowledged pet on disk.

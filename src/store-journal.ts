@@ -153,6 +153,12 @@ export class JournalWriter {
     await this.handle.close();
   }
 
+  /** False once the file has been removed from its directory (e.g. the directory deleted). */
+  async isLinked(): Promise<boolean> {
+    const { nlink } = await this.handle.stat();
+    return nlink > 0;
+  }
+
   private async assertLinked(): Promise<void> {
     const { nlink } = await this.handle.stat();
     if (nlink === 0) throw new Error('the journal file has been removed from its directory');

@@ -3,7 +3,7 @@
 // place, which fails if the name exists), so a reader never sees an empty lock.
 import { resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { link, open, readFile, rename, unlink } from 'node:fs/promises';
 import { errorCode, describeError } from './store-errors.js';
 import type { Logger } from './types.js';
 
@@ -53,7 +53,15 @@ async function readLockPid(lockPath: string): Promise<number | undefined | 'miss
 async function tryCreate(lockPath: string): Promise<boolean> {
   // Unique even between two stores of one process opening the same file at once.
   const aside = `${lockPath}.${process.pid}.${randomUUID()}.tmp`;
-  await writeFile(aside, `${process.pid}\n`);
+  // Synced before it is linked into place: a disk failing soon after must not leave an empty
+  // lock that no later start can read.
+  const handle = await open(aside, 'w');
+  try {
+    await handle.writeFile(`${process.pid}\n`);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
   try {
     await link(aside, lockPath);
     return true;
@@ -117,8 +125,12 @@ export async function acquireLock(lockPath: string, logger: Logger): Promise<voi
 export async function reassertLock(lockPath: string, logger: Logger): Promise<void> {
   const pid = await readLockPid(lockPath);
   if (pid === process.pid) return;
-  if (pid === 'missing' && (await tryCreate(lockPath))) {
-    logger.log('warn', 'data file lock was missing and has been recreated', { lock: lockPath });
+  if (pid === undefined) {
+    // Unreadable (e.g. left empty by a failing disk): nobody can hold it; put ours back.
+    await removeStale(lockPath, pid);
+  }
+  if ((pid === 'missing' || pid === undefined) && (await tryCreate(lockPath))) {
+    logger.log('warn', 'data file lock was missing or unreadable and has been recreated', { lock: lockPath });
     return;
   }
   throw new Error(`the lock ${lockPath} is no longer held by this process`);

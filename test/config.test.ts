@@ -93,3 +93,10 @@ test('a key in clear never appears in a problem message', () => {
 test('the message names the source', () => {
   assert.throws(() => parseConfig({ colour: 1 }, '/etc/petstore.json', '/'), /\/etc\/petstore\.json/);
 });
+
+test('members given twice are found, with their paths', async () => {
+  const { repeatedMembers } = await import('../src/config.js');
+  assert.deepEqual(repeatedMembers('{"a":1,"b":{"c":1,"c":2},"a":3}'), ['b.c', 'a']);
+  assert.deepEqual(repeatedMembers('{"keys":[{"key":"x","plan":"free","plan":"pro"},{"key":"y"}],"s":"\\"keys\\""}'), ['keys[0].plan']);
+  assert.deepEqual(repeatedMembers('{"a":[1,{"b":1}],"b":1}'), []);
+});

@@ -89,9 +89,12 @@ describe('saveLimiterState / loadLimiterState', () => {
     assert.deepEqual(await readdir(dir), ['limiter.json']);
   });
 
-  it('a save into a missing directory names the file', async () => {
+  it('a missing directory is created; one that cannot be is an error naming the file', async () => {
     const dir = await freshDir();
-    const file = join(dir, 'no', 'such', 'limiter.json');
+    await saveLimiterState(join(dir, 'made', 'limiter.json'), limiterWith('k', 1).toState());
+    assert.ok((await loadLimiterState(join(dir, 'made', 'limiter.json'))) !== undefined);
+    await writeFile(join(dir, 'a-file'), 'not a directory');
+    const file = join(dir, 'a-file', 'such', 'limiter.json');
     await assert.rejects(saveLimiterState(file, limiterWith('k', 1).toState()), (err: Error) => {
       assert.ok(err.message.includes(file), err.message);
       return true;
@@ -178,7 +181,8 @@ describe('startLimiterPersistence', () => {
 
   it('a failing periodic save is logged as a warning and does not throw', async () => {
     const dir = await freshDir();
-    const file = join(dir, 'missing-dir', 'limiter.json');
+    await writeFile(join(dir, 'a-file'), 'not a directory');
+    const file = join(dir, 'a-file', 'limiter.json');
     const logger = recordingLogger();
     const p = startLimiterPersistence(limiterWith('k', 1), file, { intervalMs: 5, logger });
     for (let i = 0; i < 100 && logger.lines.length < 2; i++) await sleep(10);
