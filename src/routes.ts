@@ -46,6 +46,8 @@ interface CachedPage {
   readonly body: Buffer;
   /** Id of the page's last pet when more pets follow, else undefined. */
   readonly nextAfter: number | undefined;
+  /** The next link as last built, and the base URL it was built for. */
+  link?: { readonly base: string; readonly value: string };
 }
 
 /**
@@ -145,8 +147,10 @@ const listPets: RouteSpec = {
       page = { generation, count, body: Buffer.from(petArray(items)), nextAfter };
       pages.set(key, page);
     }
-    const headers = page.nextAfter === undefined ? undefined : { link: nextLink(ctx.base, limit, status, page.nextAfter) };
-    return { status: 200, body: page.body, headers };
+    if (page.nextAfter === undefined) return { status: 200, body: page.body };
+    const base = ctx.base;
+    if (page.link?.base !== base) page.link = { base, value: nextLink(base, limit, status, page.nextAfter) };
+    return { status: 200, body: page.body, headers: { link: page.link.value } };
   },
 };
 
