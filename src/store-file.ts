@@ -16,8 +16,9 @@
 //   first, or, if that fails too, rebuilt from memory (snapshot + empty journal) before the
 //   next write, so no two durable records ever share an id.
 import { rename } from 'node:fs/promises';
-import { applyBatch, checkSeedInput, failBatch, planBatch, readPage, readPet, submit } from './store-batch.js';
-import type { Op, SeedPet } from './store-batch.js';
+import { applyBatch, failBatch, planBatch } from './store-batch.js';
+import { IndexedStore } from './store-base.js';
+import type { Op } from './store-batch.js';
 import { fsyncDir, makeDir, unlinkIfPresent } from './store-disk.js';
 import type { DiskOp, IoHook, StorePaths } from './store-disk.js';
 import { describeError, errorCode, StoreUnavailableError } from './store-errors.js';
@@ -25,8 +26,7 @@ import type { IndexView, PetIndex } from './store-index.js';
 import { JournalWriter } from './store-journal.js';
 import { reassertLock, releaseLock } from './store-lock.js';
 import { writeSnapshot } from './store-snapshot.js';
-import type { ListQuery, PetStore, StoredPet } from './store.js';
-import type { Logger, NewPet } from './types.js';
+import type { Logger } from './types.js';
 
 export interface FileStoreOptions {
   logger: Logger;
@@ -41,13 +41,12 @@ export interface FileStoreOptions {
 const DEFAULT_COMPACT_MIN_BYTES = 1024 * 1024;
 
 /** The running file store; opened by openFileStore (store-open.ts). */
-export class FileStore implements PetStore {
+export class FileStore extends IndexedStore {
   readonly #paths: StorePaths;
   readonly #logger: Logger;
   readonly #onFlush: ((batchSize: number) => void) | undefined;
   readonly #beforeIo: IoHook;
   readonly #compactMinBytes: number;
-  readonly #index: PetIndex;
   /** The active journal; null only while a rebuild is pending after a failure. */
   #journal: JournalWriter | null;
   #snapshotBytes: number;
@@ -72,12 +71,12 @@ export class FileStore implements PetStore {
     journal: JournalWriter,
     sizes: { snapshotBytes: number; oldJournalBytes: number | undefined },
   ) {
+    super(index);
     this.#paths = paths;
     this.#logger = opts.logger;
     this.#onFlush = opts.onFlush;
     this.#beforeIo = opts.beforeIo;
     this.#compactMinBytes = opts.compactMinBytes ?? DEFAULT_COMPACT_MIN_BYTES;
-    this.#index = index;
     this.#journal = journal;
     this.#snapshotBytes = sizes.snapshotBytes;
     this.#oldJournalBytes = sizes.oldJournalBytes;
@@ -86,43 +85,12 @@ export class FileStore implements PetStore {
     this.#wake();
   }
 
-  get count(): number {
-    return this.#index.count;
-  }
-
-  get generation(): number {
-    return this.#index.generation;
-  }
-
-  get(id: number): StoredPet | undefined {
-    return readPet(this.#index, id);
-  }
-
-  list(q: ListQuery): StoredPet[] {
-    return readPage(this.#index, q);
-  }
-
-  create(input: NewPet): Promise<StoredPet> {
-    return submit((op) => this.#enqueue(op), (s) => ({ kind: 'create', input, ...s }));
-  }
-
-  seed(pets: ReadonlyArray<SeedPet>): Promise<StoredPet[]> {
-    return submit((op) => this.#enqueue(op), (s) => {
-      checkSeedInput(pets);
-      return { kind: 'seed', input: pets, ...s };
-    });
-  }
-
-  reset(): Promise<void> {
-    return submit((op) => this.#enqueue(op), (s) => ({ kind: 'reset', ...s }));
-  }
-
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();
     return this.#closing;
   }
 
-  #enqueue(op: Op): void {
+  protected run(op: Op): void {
     if (this.#closing !== null) {
       op.reject(new StoreUnavailableError('the store is closed'));
       return;
@@ -164,10 +132,10 @@ export class FileStore implements PetStore {
 
   /** Writes one batch and makes it visible, or rejects all of it. */
   async #commit(ops: Op[]): Promise<void> {
-    const batch = planBatch(ops, this.#index.nextId, true);
+    const batch = planBatch(ops, this.index.nextId, true);
     if (batch.text === '') {
       // Nothing to write: an empty seed, or every op was rejected while planning.
-      applyBatch(batch, this.#index);
+      applyBatch(batch, this.index);
       return;
     }
     const journal = this.#journal;
@@ -189,7 +157,7 @@ export class FileStore implements PetStore {
       await this.#cutBack(journal);
       return;
     }
-    applyBatch(batch, this.#index);
+    applyBatch(batch, this.index);
     if (batch.steps.some((step) => step.op.kind === 'reset')) this.#resetSinceSnapshot = true;
     this.#onFlush?.(batch.steps.length);
   }
@@ -236,13 +204,13 @@ export class FileStore implements PetStore {
     await reassertLock(this.#paths.lock, this.#logger);
     // The snapshot covers everything acknowledged, so only after its rename may the old
     // journals go: a crash in between replays them over it and skips what it already holds.
-    this.#snapshotBytes = await writeSnapshot(this.#paths, this.#index.view(), this.#beforeIo, this.#logger);
+    this.#snapshotBytes = await writeSnapshot(this.#paths, this.index.view(), this.#beforeIo, this.#logger);
     await unlinkIfPresent(this.#paths.oldJournal);
     this.#oldJournalBytes = undefined;
     this.#journal = await JournalWriter.create(this.#paths.journal, false);
     await fsyncDir(this.#paths.dir);
     this.#needsRebuild = false;
-    this.#logger.log('warn', 'data file rewritten after a disk error', { file: this.#paths.given, pets: this.#index.count });
+    this.#logger.log('warn', 'data file rewritten after a disk error', { file: this.#paths.given, pets: this.index.count });
   }
 
   /** Between batches: rotate the journal and snapshot in the background if it has grown. */
@@ -256,7 +224,7 @@ export class FileStore implements PetStore {
       total > Math.max(this.#snapshotBytes, this.#compactMinBytes) ||
       (this.#resetSinceSnapshot && this.#snapshotBytes + total > this.#compactMinBytes);
     if (!due || total < this.#compactRetryAt) return;
-    const view = this.#index.view();
+    const view = this.index.view();
     // With a `.old` left by a failed compaction, skip the rotation: the new snapshot covers
     // `.old` too, and the active journal may overlap the snapshot (replay skips overlaps).
     if (this.#oldJournalBytes === undefined && !(await this.#rotate(journal, total))) return;

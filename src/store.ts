@@ -1,7 +1,8 @@
 // The pet store: where pets live between requests. Two implementations of one interface:
 // in memory (tests, `--memory`), and on disk (snapshot + journal, see store-file.ts).
-import { applyBatch, checkSeedInput, planBatch, readPage, readPet, submit } from './store-batch.js';
-import type { Op, SeedPet } from './store-batch.js';
+import { applyBatch, planBatch } from './store-batch.js';
+import type { Op } from './store-batch.js';
+import { IndexedStore } from './store-base.js';
 import { StoreUnavailableError } from './store-errors.js';
 import { PetIndex } from './store-index.js';
 import type { NewPet, Pet, PetStatus } from './types.js';
@@ -50,39 +51,11 @@ export interface PetStore {
 }
 
 /** A store that keeps everything in memory and writes nothing to disk. */
-class MemoryStore implements PetStore {
-  readonly #index = new PetIndex();
+class MemoryStore extends IndexedStore {
   #closed = false;
 
-  get count(): number {
-    return this.#index.count;
-  }
-
-  get generation(): number {
-    return this.#index.generation;
-  }
-
-  get(id: number): StoredPet | undefined {
-    return readPet(this.#index, id);
-  }
-
-  list(q: ListQuery): StoredPet[] {
-    return readPage(this.#index, q);
-  }
-
-  create(input: NewPet): Promise<StoredPet> {
-    return submit((op) => this.#apply(op), (s) => ({ kind: 'create', input, ...s }));
-  }
-
-  seed(pets: ReadonlyArray<SeedPet>): Promise<StoredPet[]> {
-    return submit((op) => this.#apply(op), (s) => {
-      checkSeedInput(pets);
-      return { kind: 'seed', input: pets, ...s };
-    });
-  }
-
-  reset(): Promise<void> {
-    return submit((op) => this.#apply(op), (s) => ({ kind: 'reset', ...s }));
+  constructor() {
+    super(new PetIndex());
   }
 
   close(): Promise<void> {
@@ -90,12 +63,12 @@ class MemoryStore implements PetStore {
     return Promise.resolve();
   }
 
-  #apply(op: Op): void {
+  protected run(op: Op): void {
     if (this.#closed) {
       op.reject(new StoreUnavailableError('the store is closed'));
       return;
     }
-    applyBatch(planBatch([op], this.#index.nextId, false), this.#index);
+    applyBatch(planBatch([op], this.index.nextId, false), this.index);
   }
 }
 
