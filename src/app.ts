@@ -153,10 +153,6 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
       }
     }
 
-    // RFC 9112 section 3.2: a server must answer 400 to an HTTP/1.1 request without Host.
-    if (x.req.headers.host === undefined && x.req.httpVersion === '1.1') {
-      throw new ApiError('invalid_request', 'An HTTP/1.1 request must carry a Host header.');
-    }
     // RFC 9110 section 10.1.1: an expectation the server cannot meet is a 417.
     const expect = x.req.headers.expect;
     if (expect !== undefined && expect.toLowerCase() !== '100-continue') {

@@ -1,7 +1,7 @@
 // startPetstore: config, store, limiters and the HTTP server wired together. Used by the
 // command line and by embedders; it holds no module-level state, so several instances can
 // run in one process.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createApp } from './app.js';
 import { systemClock } from './clock.js';
@@ -117,6 +117,7 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
       requireHostHeader: false,
     }, listener);
     server.on('checkExpectation', listener);
+    server.on('connect', refuseConnect);
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
     await listen(server, options.port ?? config.port, options.host ?? config.host);
   } catch (err) {
@@ -222,10 +223,11 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   // Pipelined requests before the bad one may still be answering (a create waiting for its
   // fsync): their answers go first, in order, and the 400 after them. node:http keeps the
   // response being written in socket._httpMessage, and moves the next queued one there when
-  // it finishes. If that request is itself incomplete, the error is about its own body (cut
+  // it finishes (its 'finish' listeners run in order: node's, which moves the queue on, then
+  // ours). If that request is itself incomplete, the error is about its own body (cut
   // short): then it is answered here and now.
   const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
-  if (inFlight && !inFlight.writableFinished && inFlight.req.complete) {
+  if (inFlight && inFlight.req.complete) {
     inFlight.once('finish', () => answerClientError(err, socket));
     return;
   }
@@ -240,11 +242,20 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
     status = 408;
     body = errorBody('request_timeout', 'The request did not arrive in time.');
   }
-  const reason = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
+  endWith(socket, status, body);
+}
+
+/** Writes a whole response on a socket node:http has handed over, and closes it. */
+function endWith(socket: Socket, status: number, body: string, extra = ''): void {
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n${extra}Connection: close\r\n\r\n${body}`,
   );
+}
+
+/** CONNECT (a proxy tunnel) reaches node's 'connect' event, not the app: refuse it there. */
+function refuseConnect(req: IncomingMessage, socket: Socket): void {
+  endWith(socket, 405, errorBody('method_not_allowed', 'CONNECT is not supported: this is not a proxy.'), 'Allow: GET, POST, HEAD\r\n');
 }
 
 export { ConfigError };
