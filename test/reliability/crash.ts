@@ -1,0 +1,240 @@
+// The crash loop: rounds of concurrent creates and lists ended by SIGKILL at a random moment,
+// and after every restart a full check of what the store holds.
+import { Agent } from 'node:http';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startBundle, type Running } from '../helpers.js';
+import { createPet, httpRequest, listAll, type PetRecord, type Rng } from './lib.js';
+
+export interface CrashLoopOptions {
+  readonly rounds: number;
+  readonly rng: Rng;
+  /** Working directory; the data file is `pets.json` in it. */
+  readonly dir: string;
+  readonly config: string;
+  /** A key whose limits the load cannot reach. */
+  readonly key: string;
+  readonly creators: number;
+  readonly listers: number;
+  /** The kill comes this many ms after the load starts, uniformly in [min, max]. */
+  readonly killAfterMs: readonly [number, number];
+  /** Every Nth round ends with SIGTERM instead of SIGKILL (round 0 always does), so the
+   * limiter state file exists and is loaded by the next start. */
+  readonly gracefulEvery: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface CrashLoopStats {
+  rounds: number;
+  kills: number;
+  attempted: number;
+  acknowledged: number;
+  /** Creates whose outcome we never learned (cut by the kill) that turned out durable. */
+  unacknowledgedButKept: number;
+  listsChecked: number;
+  petsAtEnd: number;
+  limiterStateLoads: number;
+}
+
+type Sent = { readonly categoryId: number; readonly status: string | undefined };
+
+class Violation extends Error {}
+
+function fail(message: string): never {
+  throw new Violation(message);
+}
+
+/** A random categoryId across the whole safe range, edges included. */
+function randomCategory(rng: Rng): number {
+  switch (rng.int(5)) {
+    case 0: return Number.MAX_SAFE_INTEGER;
+    case 1: return -Number.MAX_SAFE_INTEGER;
+    case 2: return 0;
+    case 3: return rng.int(1000);
+    default: return Math.floor((rng.next() * 2 - 1) * Number.MAX_SAFE_INTEGER);
+  }
+}
+
+const STATUSES = [undefined, 'available', 'pending', 'sold'] as const;
+
+export async function runCrashLoop(opts: CrashLoopOptions): Promise<CrashLoopStats> {
+  const { rng, key } = opts;
+  const data = join(opts.dir, 'pets.json');
+  const limitsFile = `${data}.limits.json`;
+  const log = opts.log ?? (() => undefined);
+  /** Every create ever sent, by its unique name. */
+  const sent = new Map<string, Sent>();
+  /** Acknowledged (201) pets: id -> name. */
+  const acked = new Map<number, string>();
+  /** Pets seen in a listing (visible means durable): id -> name. */
+  const seen = new Map<number, string>();
+  /** The highest id acknowledged or seen so far. */
+  let maxId = 0;
+  const remember = (map: Map<number, string>, id: number, name: string): void => {
+    map.set(id, name);
+    if (id > maxId) maxId = id;
+  };
+  const stats: CrashLoopStats = {
+    rounds: 0, kills: 0, attempted: 0, acknowledged: 0, unacknowledgedButKept: 0, listsChecked: 0, petsAtEnd: 0, limiterStateLoads: 0,
+  };
+
+  /** One pet as served: it was sent, with these fields, and its id never named another pet. */
+  const checkPet = (p: PetRecord, where: string): void => {
+    const s = sent.get(p.name);
+    if (s === undefined) fail(`${where}: pet ${JSON.stringify(p)} was never sent`);
+    if (p.categoryId !== s.categoryId || p.status !== s.status) {
+      fail(`${where}: pet ${p.id} ${JSON.stringify(p)} does not match what was sent ${JSON.stringify(s)}`);
+    }
+    const keys = Object.keys(p).sort().join(',');
+    if (keys !== (s.status === undefined ? 'categoryId,id,name' : 'categoryId,id,name,status')) fail(`${where}: pet ${p.id} has fields ${keys}`);
+    const before = seen.get(p.id) ?? acked.get(p.id);
+    if (before !== undefined && before !== p.name) fail(`${where}: id ${p.id} was ${before}, now ${p.name}`);
+  };
+
+  /** After a restart: everything acknowledged or once visible is there, and nothing else. */
+  const verify = async (srv: Running, round: number): Promise<PetRecord[]> => {
+    const where = `after restart ${round}`;
+    const pets = await listAll(srv.url, key);
+    const names = new Set<string>();
+    let previous = 0;
+    for (const p of pets) {
+      if (!(p.id > previous)) fail(`${where}: ids not strictly ascending (${previous} then ${p.id})`);
+      previous = p.id;
+      checkPet(p, where);
+      if (names.has(p.name)) fail(`${where}: ${p.name} stored twice`);
+      names.add(p.name);
+    }
+    const byId = new Map(pets.map((p) => [p.id, p]));
+    for (const [id, name] of acked) {
+      if (byId.get(id)?.name !== name) fail(`${where}: acknowledged pet ${id} (${name}) lost; found ${JSON.stringify(byId.get(id))}`);
+    }
+    for (const [id, name] of seen) {
+      if (byId.get(id)?.name !== name) fail(`${where}: pet ${id} (${name}) was listed before the kill and is gone`);
+    }
+    for (const p of pets) {
+      if (!acked.has(p.id) && !seen.has(p.id)) stats.unacknowledgedButKept++;
+      remember(seen, p.id, p.name);
+    }
+    return pets;
+  };
+
+  const checkLimiterState = (): void => {
+    if (!existsSync(limitsFile)) return;
+    let state: unknown;
+    try {
+      state = JSON.parse(readFileSync(limitsFile, 'utf8'));
+    } catch (err) {
+      fail(`limiter state ${limitsFile} is not valid JSON: ${(err as Error).message}`);
+    }
+    if ((state as { version?: unknown }).version !== 1) fail(`limiter state ${limitsFile} has no version 1`);
+    stats.limiterStateLoads++;
+  };
+
+  for (let round = 0; round <= opts.rounds; round++) {
+    checkLimiterState();
+    const srv = await startBundle(['--config', opts.config, '--data', data], { cwd: opts.dir });
+    try {
+      await verify(srv, round);
+      if (round === opts.rounds) {
+        // The last start only checks, then shows that ids go on above every one ever seen.
+        const maxSeen = maxId;
+        const name = `final-${rng.int(1e9)}`;
+        sent.set(name, { categoryId: 1, status: undefined });
+        const res = await createPet(srv.url, key, { name, categoryId: 1 });
+        if (res.status !== 201) fail(`create after the last restart: ${res.status} ${res.text}`);
+        const id = (JSON.parse(res.text) as PetRecord).id;
+        if (!(id > maxSeen)) fail(`id ${id} reused (ids up to ${maxSeen} were seen)`);
+        stats.petsAtEnd = (await listAll(srv.url, key)).length;
+        const code = await srv.stop('SIGTERM');
+        if (code !== 0) fail(`SIGTERM exit code ${code}; stderr: ${srv.stderr()}`);
+        break;
+      }
+      await loadAndKill(srv, round);
+    } catch (err) {
+      srv.proc.kill('SIGKILL');
+      await srv.exited;
+      throw err;
+    }
+    stats.rounds++;
+    log(`round ${round}: ${sent.size} sent, ${acked.size} acknowledged, ${seen.size} stored`);
+  }
+  stats.attempted = sent.size;
+  stats.acknowledged = acked.size;
+  return stats;
+
+  async function loadAndKill(srv: Running, round: number): Promise<void> {
+    const agent = new Agent({ keepAlive: true, maxSockets: opts.creators + opts.listers });
+    let stopped = false;
+    let workerFailure: Error | undefined;
+    const creator = async (w: number): Promise<void> => {
+      for (let i = 0; !stopped; i++) {
+        const name = `r${round}-c${w}-${i}`;
+        const pet = { name, categoryId: randomCategory(rng), status: rng.pick(STATUSES) };
+        sent.set(name, { categoryId: pet.categoryId, status: pet.status });
+        let res;
+        try {
+          res = await createPet(srv.url, key, pet, agent);
+        } catch {
+          return; // the kill cut the connection: this create was never acknowledged
+        }
+        if (res.status !== 201) fail(`create ${name}: ${res.status} ${res.text}`);
+        const got = JSON.parse(res.text) as PetRecord;
+        if (got.name !== name) fail(`create ${name} answered ${res.text}`);
+        checkPet(got, `201 of ${name}`);
+        remember(acked, got.id, name);
+      }
+    };
+    const lister = async (): Promise<void> => {
+      while (!stopped) {
+        const limit = rng.range(1, 100);
+        const status = rng.chance(0.3) ? rng.pick(['available', 'pending', 'sold']) : undefined;
+        const cursor = rng.chance(0.5) && maxId > 0 ? rng.int(maxId) : undefined;
+        const url = `${srv.url}/pets?limit=${limit}${status ? `&status=${status}` : ''}${cursor !== undefined ? `&cursor=${cursor}` : ''}`;
+        let res;
+        try {
+          res = await httpRequest(url, { headers: { authorization: `Bearer ${key}` }, agent });
+        } catch {
+          return;
+        }
+        if (res.status !== 200) fail(`GET ${url}: ${res.status} ${res.text}`);
+        const page = JSON.parse(res.text) as PetRecord[];
+        if (page.length > limit) fail(`GET ${url}: ${page.length} pets`);
+        let previous = cursor ?? 0;
+        for (const p of page) {
+          if (!(p.id > previous)) fail(`GET ${url}: ids not ascending after ${previous}: ${p.id}`);
+          previous = p.id;
+          if (status !== undefined && p.status !== status) fail(`GET ${url}: pet ${p.id} has status ${String(p.status)}`);
+          checkPet(p, `GET ${url}`);
+          remember(seen, p.id, p.name);
+        }
+        stats.listsChecked++;
+      }
+    };
+    const guard = (p: Promise<void>): Promise<void> => p.catch((err: unknown) => {
+      workerFailure ??= err as Error;
+      stopped = true;
+    });
+    const workers = [
+      ...Array.from({ length: opts.creators }, (_, w) => guard(creator(w))),
+      ...Array.from({ length: opts.listers }, () => guard(lister())),
+    ];
+    const [lo, hi] = opts.killAfterMs;
+    await new Promise((r) => setTimeout(r, rng.range(lo, hi)));
+    const graceful = round === 0 || (opts.gracefulEvery > 0 && round % opts.gracefulEvery === 0);
+    if (graceful) {
+      // The SIGTERM meets the load: requests in flight must finish (and be durable), busy
+      // keep-alive connections are closed after their answer, new connections are refused.
+      const code = await srv.stop('SIGTERM');
+      stopped = true;
+      if (code !== 0) fail(`round ${round}: SIGTERM exit code ${code}; stderr: ${srv.stderr()}`);
+    } else {
+      srv.proc.kill('SIGKILL');
+      stopped = true;
+      stats.kills++;
+      await srv.exited;
+    }
+    await Promise.all(workers);
+    agent.destroy();
+    if (workerFailure) throw workerFailure;
+  }
+}
