@@ -12,7 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { authenticate, challenge } from './auth.js';
 import { BodyTooLarge } from './body.js';
 import type { Config } from './config.js';
-import { ApiError, errorBody, type ErrorCode } from './errors.js';
+import { ApiError, type ErrorCode } from './errors.js';
 import type { Limiter, LimitResult } from './limiter.js';
 import { parseQuery } from './query.js';
 import { Router } from './router.js';
@@ -46,6 +46,8 @@ interface Instance {
   readonly accessLog: boolean;
   /** Host header value -> base URL, so a request does not build the same string again. */
   readonly bases: Map<string, string>;
+  /** Base URL + successor path -> the deprecation Link header value. */
+  readonly links: Map<string, string>;
 }
 
 /** Per-request state carried through the phases. */
@@ -60,6 +62,9 @@ interface Exchange {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+// The two 401 answers never vary: built once (they are the answer to every key-guessing flood).
+const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send "Authorization: Bearer <key>".');
+const INVALID_KEY = new ApiError('unauthorized', 'The API key is not valid.');
 // A client-sent request id is echoed only when it is short and plain, so logs stay clean.
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const SANE_HOST = /^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$/;
@@ -80,6 +85,7 @@ export function createApp(deps: AppDeps): RequestListener {
     // Decided once: with access logs off, a request builds no log fields at all.
     accessLog: deps.logger.enabled?.('info') ?? true,
     bases: new Map(),
+    links: new Map(),
   };
   const ids = requestIds();
 
@@ -120,7 +126,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
     const match = router.match(method, path);
     const route = match.kind === 'found' ? match.handler : undefined;
     // Every response of a deprecated operation carries the headers, errors included.
-    if (route?.deprecated) addDeprecation(x, base(app, x.req), route.deprecated.successor, route.deprecated.sunset);
+    if (route?.deprecated) addDeprecation(app, x, route.deprecated.successor, route.deprecated.sunset);
 
     const config = deps.config();
     if (config.cors.origins.length > 0 && allowCors(x, config)) {
@@ -147,9 +153,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
         // guessed at speed; the 401 carries that budget's headers.
         applyLimit(x, deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous));
         x.headers['www-authenticate'] = challenge(auth);
-        throw new ApiError('unauthorized', auth.kind === 'missing'
-          ? 'An API key is required: send "Authorization: Bearer <key>".'
-          : 'The API key is not valid.');
+        throw auth.kind === 'missing' ? MISSING_KEY : INVALID_KEY;
       }
     }
 
@@ -220,10 +224,18 @@ function applyLimit(x: Exchange, limit: LimitResult): void {
   throw new ApiError(limit.outcome satisfies ErrorCode, message);
 }
 
-function addDeprecation(x: Exchange, baseUrl: string, successor: string, sunset: string): void {
+function addDeprecation(app: Instance, x: Exchange, successor: string, sunset: string): void {
+  const baseUrl = base(app, x.req);
+  const key = baseUrl + successor;
+  let link = app.links.get(key);
+  if (link === undefined) {
+    if (app.links.size >= 64) app.links.clear(); // bounded like the base URLs it derives from
+    link = `<${key}>; rel="successor-version"`; // RFC 8288
+    app.links.set(key, link);
+  }
   x.headers.deprecation = DEPRECATION; // RFC 9745
   x.headers.sunset = sunset; // RFC 8594
-  x.headers.link = `<${baseUrl}${successor}>; rel="successor-version"`; // RFC 8288
+  x.headers.link = link;
 }
 
 /** Turns any failure into an Error body; only unexpected ones are 500s, and logged. */
@@ -246,7 +258,7 @@ function fail(app: Instance, x: Exchange, err: unknown): void {
     deps.logger.log('error', 'unexpected failure', { reqId: x.reqId, err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   }
   if (error.headers) Object.assign(x.headers, error.headers);
-  const body = errorBody(error.code, error.message);
+  const body = error.body;
   // A 413 while the upload is still arriving waits for the rest of it (discarded, bounded),
   // unless the announced length is beyond what would be drained anyway.
   const announced = Number(x.req.headers['content-length'] ?? 0);

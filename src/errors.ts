@@ -25,6 +25,8 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly headers: Readonly<Record<string, string>> | undefined;
+  /** The serialized Error body. */
+  readonly body: string;
   constructor(code: ErrorCode, message: string, headers?: Record<string, string>) {
     // An ApiError is an answer, not a fault: skip capturing a stack trace, which would
     // otherwise be the largest cost of every 400 and 401.
@@ -35,6 +37,7 @@ export class ApiError extends Error {
     this.code = code;
     this.status = ERROR_CODES[code].status;
     this.headers = headers;
+    this.body = errorBody(code, message);
   }
 }
 

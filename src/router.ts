@@ -8,12 +8,16 @@ export type Match<H> =
 
 interface PathEntry<H> {
   readonly template: string;
-  readonly segments: readonly string[];
+  /** The template's segments; a parameter is given by its name, with `param` set. */
+  readonly segments: readonly { readonly text: string; readonly param: boolean }[];
   readonly methods: Map<string, H>;
   allow: string;
+  /** For static paths: the answer per method, built once (a match allocates nothing). */
+  readonly found: Map<string, Match<H>>;
 }
 
 const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
+const NOT_FOUND = Object.freeze({ kind: 'not_found' } as const);
 
 export class Router<H> {
   readonly #static = new Map<string, PathEntry<H>>();
@@ -25,18 +29,21 @@ export class Router<H> {
     if (entry.methods.has(method)) throw new Error(`route ${method} ${template} registered twice`);
     entry.methods.set(method, handler);
     entry.allow = allowHeader(entry.methods);
+    if (!entry.template.includes('{')) {
+      entry.found.clear();
+      for (const m of [...entry.methods.keys(), 'HEAD']) entry.found.set(m, pick(entry, m, NO_PARAMS));
+    }
     return this;
   }
 
   match(method: string, path: string): Match<H> {
     const fixed = this.#static.get(path);
-    if (fixed) return pick(fixed, method, NO_PARAMS);
-    const parts = path.split('/');
+    if (fixed) return fixed.found.get(method) ?? pick(fixed, method, NO_PARAMS);
     for (const entry of this.#dynamic) {
-      const params = matchSegments(entry.segments, parts);
+      const params = matchSegments(entry.segments, path);
       if (params) return pick(entry, method, params);
     }
-    return { kind: 'not_found' };
+    return NOT_FOUND;
   }
 
   /** Every route, for describing the API. */
@@ -49,7 +56,8 @@ export class Router<H> {
   #entry(template: string): PathEntry<H> {
     const known = this.#static.get(template) ?? this.#dynamic.find((e) => e.template === template);
     if (known) return known;
-    const entry: PathEntry<H> = { template, segments: template.split('/'), methods: new Map(), allow: '' };
+    const segments = template.split('/').map((part) => (part.startsWith('{') ? { text: part.slice(1, -1), param: true } : { text: part, param: false }));
+    const entry: PathEntry<H> = { template, segments, methods: new Map(), allow: '', found: new Map() };
     if (template.includes('{')) this.#dynamic.push(entry);
     else this.#static.set(template, entry);
     return entry;
@@ -63,19 +71,25 @@ function pick<H>(entry: PathEntry<H>, method: string, params: Readonly<Record<st
   return { kind: 'found', handler, params, allow: entry.allow };
 }
 
-function matchSegments(template: readonly string[], parts: readonly string[]): Record<string, string> | undefined {
-  if (template.length !== parts.length) return undefined;
+/** Matches `path` against a template's segments by walking the string: no split, no copies. */
+function matchSegments(template: PathEntry<unknown>['segments'], path: string): Record<string, string> | undefined {
   let params: Record<string, string> | undefined;
-  for (let i = 0; i < template.length; i++) {
-    const want = template[i] as string;
-    const got = parts[i] as string;
-    if (want.startsWith('{')) {
-      if (got === '') return undefined;
-      params ??= Object.create(null) as Record<string, string>;
-      params[want.slice(1, -1)] = got;
-    } else if (want !== got) {
+  let pos = 0;
+  const last = template.length - 1;
+  for (let i = 0; i <= last; i++) {
+    const slash = path.indexOf('/', pos);
+    // Every segment but the last must end at a slash; the last must run to the end.
+    if ((slash === -1) !== (i === last)) return undefined;
+    const end = slash === -1 ? path.length : slash;
+    const want = template[i] as { readonly text: string; readonly param: boolean };
+    if (want.param) {
+      if (end === pos) return undefined;
+      params ??= {};
+      params[want.text] = path.slice(pos, end);
+    } else if (end - pos !== want.text.length || !path.startsWith(want.text, pos)) {
       return undefined;
     }
+    pos = end + 1;
   }
   return params ?? {};
 }

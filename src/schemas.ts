@@ -117,6 +117,8 @@ export function parsePetId(raw: string): number {
   if (!/^-?[0-9]{1,20}$/.test(raw)) {
     throw new ApiError('invalid_request', `Path parameter petId must be a decimal integer, got "${clip(raw)}".`);
   }
+  // Up to 15 digits is always a safe integer; only longer ids need the exact int64 check.
+  if (raw.length <= 15) return Number(raw);
   const big = BigInt(raw);
   if (big > INT64_MAX || big < INT64_MIN) {
     throw new ApiError('invalid_request', `Path parameter petId must be a 64-bit integer, got "${clip(raw)}".`);
