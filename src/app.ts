@@ -5,8 +5,11 @@
 //   2. route match (kept for phase 5)   -- deprecated routes get their headers from here on
 //   3. authentication                   key, or the per-address budget of keyless requests
 //   4. rate limit                       429 rate_limited / temporarily_banned
-//   5. 401 / 404 / 405                  unauthorized, not_found, method_not_allowed (+ Allow)
+//      (CORS preflights are answered between 2 and 3, 204, before authentication)
+//   5. 401 / 417 / 404 / 405            unauthorized, expectation_failed, not_found,
+//                                       method_not_allowed (+ Allow)
 //   6. handler                          400, 413, 415 -> 200, 201, 404, 501, 503
+// Requests node:http cannot parse, and CONNECT, are answered in server.ts (400/408/431/405).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { authenticate, challenge } from './auth.js';
