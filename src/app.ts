@@ -135,7 +135,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
     if (config.cors.origins.length > 0 && allowCors(x, config)) {
       // A CORS preflight (Fetch standard) carries no credentials: answer it before authentication.
       if (method === 'OPTIONS' && x.req.headers['access-control-request-method'] !== undefined && match.kind !== 'not_found') {
-        applyLimit(x, deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous));
+        chargeAddress(deps, x, config);
         x.headers['access-control-allow-methods'] = match.allow;
         x.headers['access-control-allow-headers'] = 'Authorization, Content-Type, X-Request-Id';
         x.headers['access-control-max-age'] = '600';
@@ -144,8 +144,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
       }
     }
     if (route?.auth === 'none') {
-      const limit = deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous);
-      applyLimit(x, limit);
+      chargeAddress(deps, x, config);
     } else {
       const auth = authenticate(x.req.headers.authorization, config.keys);
       if (auth.kind === 'key') {
@@ -154,7 +153,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
       } else {
         // Keyless and wrong-key requests share a small per-address budget, so keys cannot be
         // guessed at speed; the 401 carries that budget's headers.
-        applyLimit(x, deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous));
+        chargeAddress(deps, x, config);
         x.headers['www-authenticate'] = challenge(auth);
         throw auth.kind === 'missing' ? MISSING_KEY : INVALID_KEY;
       }
@@ -209,6 +208,11 @@ function allowCors(x: Exchange, config: Config): boolean {
   if (!any) x.headers.vary = 'Origin';
   x.headers['access-control-expose-headers'] = EXPOSED;
   return true;
+}
+
+/** Charges a request to its client address's keyless budget (`anonymous`). */
+function chargeAddress(deps: AppDeps, x: Exchange, config: Config): void {
+  applyLimit(x, deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous));
 }
 
 /** Adds the limiter's headers; a refusal becomes the response. */
@@ -339,9 +343,14 @@ function checkHost(req: IncomingMessage): string | undefined {
   let seen = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
-    if (name.length === 4 && name.toLowerCase() === 'host' && ++seen > 1) return 'The Host header must be given only once.';
+    if (isHost(name) && ++seen > 1) return 'The Host header must be given only once.';
   }
   return undefined;
+}
+
+/** Case-insensitive "host" without allocating a lowercased copy (this runs on every request). */
+function isHost(name: string): boolean {
+  return name.length === 4 && (name === 'Host' || name === 'host' || name.toLowerCase() === 'host');
 }
 
 function requestId(req: IncomingMessage, next: () => string): string {

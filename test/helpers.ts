@@ -4,6 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { PetStore, StoredPet } from '../src/store.js';
 
 /** The repository root (tests run from build/test/). */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -129,4 +130,15 @@ export async function call(url: string, init: RequestInit & { key?: string } = {
 /** POST a JSON body. */
 export function post(url: string, key: string, body: unknown): Promise<Res> {
   return call(url, { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+/** Every pet of a store, through its public paging API. */
+export function allPets(store: PetStore): StoredPet[] {
+  const out: StoredPet[] = [];
+  for (;;) {
+    const last = out.at(-1);
+    const page = store.list(last === undefined ? { limit: 100 } : { limit: 100, afterId: last.pet.id });
+    if (page.length === 0) return out;
+    out.push(...page);
+  }
 }

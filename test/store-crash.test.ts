@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openFileStore } from '../src/store.js';
-import type { PetStore, StoredPet } from '../src/store.js';
+import type { StoredPet } from '../src/store.js';
+import { allPets } from './helpers.js';
 import type { Logger } from '../src/types.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/store-child.js', import.meta.url));
@@ -55,15 +56,6 @@ async function runAndKill(file: string, round: number, killAfterMs: number): Pro
   return { acknowledged, stderr };
 }
 
-function allPets(store: PetStore): StoredPet[] {
-  const out: StoredPet[] = [];
-  for (;;) {
-    const last = out.at(-1);
-    const page = store.list(last === undefined ? { limit: 100 } : { limit: 100, afterId: last.pet.id });
-    if (page.length === 0) return out;
-    out.push(...page);
-  }
-}
 
 const quietLogger: Logger = { log: () => undefined };
 

@@ -14,6 +14,7 @@ import {
   StoreUnavailableError,
 } from '../src/store.js';
 import type { DiskOp, FileStoreOptions, PetStore, StoredPet } from '../src/store.js';
+import { allPets } from './helpers.js';
 import type { LogLevel, Logger, NewPet, PetStatus } from '../src/types.js';
 
 // ---------------------------------------------------------------- helpers
@@ -59,16 +60,6 @@ async function createMany(store: PetStore, n: number, from = 0): Promise<StoredP
   return Promise.all(Array.from({ length: n }, (_, i) => store.create(newPet(from + i))));
 }
 
-/** Every pet, through the public paging API. */
-function allPets(store: PetStore): StoredPet[] {
-  const out: StoredPet[] = [];
-  for (;;) {
-    const last = out.at(-1);
-    const page = store.list(last === undefined ? { limit: 100 } : { limit: 100, afterId: last.pet.id });
-    if (page.length === 0) return out;
-    out.push(...page);
-  }
-}
 
 function ioError(code: string): Error {
   return Object.assign(new Error(`simulated ${code}`), { code });
