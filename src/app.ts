@@ -181,7 +181,8 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
     };
     const reply = match.handler.handler(ctx);
     if (reply instanceof Promise) return reply.then((r) => sendReply(app, x, r));
-    sendReply(app, x, reply);
+    if (reply instanceof ApiError) fail(app, x, reply);
+    else sendReply(app, x, reply);
     return undefined;
   } catch (err) {
     fail(app, x, err);

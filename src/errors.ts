@@ -20,28 +20,35 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** The one error type the HTTP layer turns into an Error body; anything else is a 500. */
-export class ApiError extends Error {
+/**
+ * The one error type the HTTP layer turns into an Error body; anything else is a 500.
+ *
+ * An ApiError is an answer, not a fault, and it is built on every 400 and 401: it does not
+ * run Error's constructor, whose stack capture (even with none kept) was the largest cost of
+ * those answers. It still is an Error to whoever checks (`instanceof Error`, `name`,
+ * `message`): its prototype chain goes through Error.prototype (set just below the class).
+ */
+export class ApiError {
   readonly code: ErrorCode;
+  readonly message: string;
   readonly status: number;
   readonly headers: Readonly<Record<string, string>> | undefined;
   /** The serialized Error body. */
   readonly body: string;
   constructor(code: ErrorCode, message: string, headers?: Record<string, string>) {
-    // An ApiError is an answer, not a fault: skip capturing a stack trace, which would
-    // otherwise be the largest cost of every 400 and 401.
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    super(message);
-    Error.stackTraceLimit = limit;
     this.code = code;
+    this.message = message;
     this.status = ERROR_CODES[code].status;
     this.headers = headers;
     this.body = errorBody(code, message);
   }
 }
+// Declaration merging tells TypeScript what the prototype chain below makes true.
+export interface ApiError extends Error {}
+Object.setPrototypeOf(ApiError.prototype, Error.prototype);
+Object.defineProperty(ApiError.prototype, 'name', { value: 'ApiError', writable: true, configurable: true });
 
-/** The spec's Error body, serialized. */
+/** The spec's Error body, serialized (only the message needs escaping; codes are plain). */
 export function errorBody(code: ErrorCode, message: string): string {
-  return JSON.stringify({ code, message, status: ERROR_CODES[code].status });
+  return `{"code":"${code}","message":${JSON.stringify(message)},"status":${ERROR_CODES[code].status}}`;
 }

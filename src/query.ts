@@ -22,11 +22,11 @@ export function parseQuery(raw: string): Query {
   return out;
 }
 
-/** The one value of `name`, or undefined; given twice is an error. */
-export function single(query: Query, name: string): string | undefined {
+/** The one value of `name`, or undefined; given twice is an error (returned, see schemas.ts). */
+export function single(query: Query, name: string): string | undefined | ApiError {
   const values = query.get(name);
   if (values === undefined) return undefined;
-  if (values.length > 1) throw new ApiError('invalid_request', `Query parameter ${name} must be given at most once.`);
+  if (values.length > 1) return new ApiError('invalid_request', `Query parameter ${name} must be given at most once.`);
   return values[0];
 }
 

@@ -3,10 +3,10 @@
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from './errors.js';
 import { readJsonBody } from './body.js';
-import { single, type Query } from './query.js';
+import type { Query } from './query.js';
 import {
-  cursorSchema, limitSchema, newPetSchema, parseCursor, parseLimit, parseNewPet, parsePetId, parseStatus,
-  petIdSchema, petSchema, petStatusSchema,
+  cursorSchema, limitSchema, newPetSchema, parseListQuery, parseNewPet, parsePetId, petIdSchema, petSchema,
+  petStatusSchema,
 } from './schemas.js';
 import type { Schema } from './validate.js';
 import type { PetStore, StoredPet } from './store.js';
@@ -93,7 +93,11 @@ export interface RouteSpec {
   readonly requestBody?: Schema;
   /** Status code -> description and body schema (undefined: a free-form JSON object). */
   readonly responses: Readonly<Record<number, { readonly description: string; readonly schema?: Schema | 'Error' }>>;
-  readonly handler: (ctx: HandlerContext) => Reply | Promise<Reply>;
+  /**
+   * The answer, or an ApiError for the Error body. Hot paths return their ApiError rather
+   * than throw it (see schemas.ts); a throw is answered the same way.
+   */
+  readonly handler: (ctx: HandlerContext) => Reply | ApiError | Promise<Reply>;
 }
 
 /** A listing as a JSON array, joined from the JSON text each pet was stored with. */
@@ -130,10 +134,10 @@ const listPets: RouteSpec = {
     400: { description: 'limit, status or cursor is not valid (or given twice).', schema: 'Error' },
   },
   handler(ctx) {
-    const { query, store, pages } = ctx;
-    const limit = parseLimit(single(query, 'limit'));
-    const status = parseStatus(single(query, 'status'));
-    const afterId = parseCursor(single(query, 'cursor'));
+    const { store, pages } = ctx;
+    const params = parseListQuery(ctx.query);
+    if (params instanceof ApiError) return params;
+    const { limit, status, afterId } = params;
     const key = `${limit}|${status ?? ''}|${afterId ?? 0}`;
     let page = pages.get(key, store);
     if (page === undefined) {
@@ -194,8 +198,9 @@ const getPet: RouteSpec = {
   handler({ params, store }) {
     const raw = params.petId ?? '';
     const id = parsePetId(raw);
+    if (id instanceof ApiError) return id;
     const found = store.get(id);
-    if (found === undefined) throw new ApiError('not_found', `Pet ${raw} was not found.`);
+    if (found === undefined) return new ApiError('not_found', `Pet ${raw} was not found.`);
     return { status: 200, body: found.json };
   },
 };
@@ -210,7 +215,7 @@ const listOrders: RouteSpec = {
   parameters: [],
   responses: { 501: { description: 'Not implemented: the operation exists but its shape is not published.', schema: 'Error' } },
   handler() {
-    throw new ApiError('not_implemented', 'GET /store/orders is not implemented: its shape is not published.');
+    return new ApiError('not_implemented', 'GET /store/orders is not implemented: its shape is not published.');
   },
 };
 

@@ -1,6 +1,7 @@
 // The API's data shapes, as schemas (data) and as parsers that turn untrusted input into
 // typed values. The OpenAPI document is generated from these same objects.
 import { ApiError } from './errors.js';
+import { single, type Query } from './query.js';
 import { check, formatProblems, type Schema } from './validate.js';
 import { PET_STATUSES, type NewPet, type PetStatus } from './types.js';
 
@@ -78,33 +79,61 @@ export function parseNewPet(body: unknown): NewPet {
   return pet;
 }
 
+// The parameter parsers below return their ApiError instead of throwing it. A 400 is an
+// everyday answer on these paths, and throwing is the costly way to give it: unwinding
+// through the frames costs more than the rest of the request's own work, and V8 never
+// optimizes a function that keeps exiting by throw (it counts calls at returns).
+
+/** The query of GET /pets, or the first problem with it. */
+export interface ListQuery {
+  readonly limit: number;
+  readonly status: PetStatus | undefined;
+  readonly afterId: number | undefined;
+}
+
+export function parseListQuery(query: Query): ListQuery | ApiError {
+  const rawLimit = single(query, 'limit');
+  if (rawLimit instanceof ApiError) return rawLimit;
+  const limit = parseLimit(rawLimit);
+  if (limit instanceof ApiError) return limit;
+  const rawStatus = single(query, 'status');
+  if (rawStatus instanceof ApiError) return rawStatus;
+  const status = parseStatus(rawStatus);
+  if (status instanceof ApiError) return status;
+  const rawCursor = single(query, 'cursor');
+  if (rawCursor instanceof ApiError) return rawCursor;
+  const afterId = parseCursor(rawCursor);
+  if (afterId instanceof ApiError) return afterId;
+  return { limit, status, afterId };
+}
+
 /** The `limit` query parameter: a plain decimal integer 1..100. */
-export function parseLimit(raw: string | undefined): number {
+export function parseLimit(raw: string | undefined): number | ApiError {
   if (raw === undefined) return LIMIT_DEFAULT;
   if (!/^[0-9]{1,3}$/.test(raw)) {
-    throw new ApiError('invalid_request', `Query parameter limit must be an integer from 1 to ${LIMIT_MAX}, got "${clip(raw)}".`);
+    return new ApiError('invalid_request', `Query parameter limit must be an integer from 1 to ${LIMIT_MAX}, got "${clip(raw)}".`);
   }
   const n = Number(raw);
   if (n < 1 || n > LIMIT_MAX) {
-    throw new ApiError('invalid_request', `Query parameter limit must be an integer from 1 to ${LIMIT_MAX}, got ${n}.`);
+    return new ApiError('invalid_request', `Query parameter limit must be an integer from 1 to ${LIMIT_MAX}, got ${n}.`);
   }
   return n;
 }
 
 /** The `status` query parameter: exactly one of the PetStatus values. */
-export function parseStatus(raw: string | undefined): PetStatus | undefined {
+export function parseStatus(raw: string | undefined): PetStatus | undefined | ApiError {
   if (raw === undefined) return undefined;
   if (!(PET_STATUSES as readonly string[]).includes(raw)) {
-    throw new ApiError('invalid_request', `Query parameter status must be one of ${PET_STATUSES.join(', ')}, got "${clip(raw)}".`);
+    return new ApiError('invalid_request', `Query parameter status must be one of ${PET_STATUSES.join(', ')}, got "${clip(raw)}".`);
   }
   return raw as PetStatus;
 }
 
 /** The `cursor` query parameter: the id after which the page starts. */
-export function parseCursor(raw: string | undefined): number | undefined {
+export function parseCursor(raw: string | undefined): number | undefined | ApiError {
   if (raw === undefined) return undefined;
   if (!/^[0-9]{1,16}$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
-    throw new ApiError('invalid_request', `Query parameter cursor is not a valid cursor: "${clip(raw)}".`);
+    return new ApiError('invalid_request', `Query parameter cursor is not a valid cursor: "${clip(raw)}".`);
   }
   return Number(raw);
 }
@@ -113,15 +142,15 @@ export function parseCursor(raw: string | undefined): number | undefined {
  * The petId path segment. Not a decimal integer, or outside int64: 400. Well-formed: the
  * number (ids beyond the safe range cannot exist, so they map to a 404 via Infinity).
  */
-export function parsePetId(raw: string): number {
+export function parsePetId(raw: string): number | ApiError {
   if (!/^-?[0-9]{1,20}$/.test(raw)) {
-    throw new ApiError('invalid_request', `Path parameter petId must be a decimal integer, got "${clip(raw)}".`);
+    return new ApiError('invalid_request', `Path parameter petId must be a decimal integer, got "${clip(raw)}".`);
   }
   // Up to 15 digits is always a safe integer; only longer ids need the exact int64 check.
   if (raw.length <= 15) return Number(raw);
   const big = BigInt(raw);
   if (big > INT64_MAX || big < INT64_MIN) {
-    throw new ApiError('invalid_request', `Path parameter petId must be a 64-bit integer, got "${clip(raw)}".`);
+    return new ApiError('invalid_request', `Path parameter petId must be a 64-bit integer, got "${clip(raw)}".`);
   }
   const n = Number(raw);
   return Number.isSafeInteger(n) ? n : Number.POSITIVE_INFINITY;

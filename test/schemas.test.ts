@@ -1,12 +1,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '../src/errors.js';
-import { parseLimit, parseNewPet, parsePetId, parseStatus, parseCursor } from '../src/schemas.js';
+import { parseCursor, parseLimit, parseListQuery, parseNewPet, parsePetId, parseStatus } from '../src/schemas.js';
+import { parseQuery } from '../src/query.js';
 import { check } from '../src/validate.js';
 import { newPetSchema } from '../src/schemas.js';
 
+/** Parameter parsers return (not throw) their ApiError, a 400 naming the parameter. */
 function rejects(fn: () => unknown, field: string): void {
-  assert.throws(fn, (e: unknown) => e instanceof ApiError && e.code === 'invalid_request' && e.message.includes(field));
+  const result = fn();
+  assert.ok(result instanceof ApiError, `expected an ApiError, got ${String(result)}`);
+  assert.equal(result.code, 'invalid_request');
+  assert.equal(result.status, 400);
+  assert.match(result.message, new RegExp(field));
 }
 
 test('limit: accepted values', () => {
@@ -28,6 +34,16 @@ test('status', () => {
 test('cursor', () => {
   assert.equal(parseCursor('15'), 15);
   for (const s of ['', 'x', '-1', '1.5', '99999999999999999']) rejects(() => parseCursor(s), 'cursor');
+});
+
+test('the GET /pets query: defaults, values, and the first problem found', () => {
+  assert.deepEqual(parseListQuery(parseQuery('')), { limit: 20, status: undefined, afterId: undefined });
+  assert.deepEqual(parseListQuery(parseQuery('limit=5&status=sold&cursor=9&other=x')), { limit: 5, status: 'sold', afterId: 9 });
+  const cases: Array<[string, string]> = [
+    ['limit=0', 'limit'], ['limit=1&limit=2', 'limit'], ['status=lost', 'status'], ['status=sold&status=sold', 'status'],
+    ['cursor=x', 'cursor'], ['cursor=1&cursor=2', 'cursor'], ['limit=0&status=lost', 'limit'], ['status=lost&cursor=x', 'status'],
+  ];
+  for (const [query, field] of cases) rejects(() => parseListQuery(parseQuery(query)), field);
 });
 
 test('petId', () => {
@@ -61,7 +77,10 @@ const invalidPets: Array<[unknown, string]> = [
   [{ name: 'a', categoryId: 1, status: 1 }, 'status'],
 ];
 for (const [body, field] of invalidPets) {
-  test(`NewPet refused (${field}): ${JSON.stringify(body)?.slice(0, 50)}`, () => rejects(() => parseNewPet(body), field));
+  test(`NewPet refused (${field}): ${JSON.stringify(body)?.slice(0, 50)}`, () => {
+    // The body parser throws (its caller is async); the parameter parsers return.
+    assert.throws(() => parseNewPet(body), (e: unknown) => e instanceof ApiError && e.code === 'invalid_request' && e.message.includes(field));
+  });
 }
 
 test('__proto__ in a body never reaches a prototype', () => {
