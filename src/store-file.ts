@@ -1,10 +1,10 @@
 // The durable store: a snapshot file plus an append-only journal, one writer per data file.
 //
 // Durability, point by point:
-// - A create resolves only after its journal line is written and fdatasynced; only then is
-//   the pet visible (applyBatch runs after the sync).
+// - A create resolves only after its journal line is durably written (O_DSYNC, or write +
+//   fdatasync; see store-journal.ts); only then is the pet visible (applyBatch runs after).
 // - Group commit: one batch in flight at a time; creates arriving meanwhile queue and share
-//   the next single write + fdatasync.
+//   the next single durable write.
 // - The snapshot is only ever replaced atomically (store-snapshot.ts); a snapshot or journal
 //   that cannot be parsed refuses the start and is not touched.
 // - Compaction rotates the journal to `.journal.old` between batches, writes a snapshot of

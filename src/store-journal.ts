@@ -1,6 +1,6 @@
-// The journal: one JSON line per created pet (or per reset), appended and fdatasynced before
+// The journal: one JSON line per created pet (or per reset), appended and made durable before
 // a create is acknowledged. Replayed over the snapshot at start.
-import { constants, readFileSync } from 'node:fs';
+import { constants, fstatSync, readFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { checkJournalRecord } from './store-codec.js';
@@ -11,6 +11,14 @@ import type { PetIndex } from './store-index.js';
 import type { Logger } from './types.js';
 
 const NEWLINE = 0x0a;
+
+/**
+ * The journal is opened O_DSYNC where the platform has it: each write then returns only once
+ * its data is on disk, exactly what a write followed by fdatasync guarantees (POSIX
+ * "synchronized I/O data integrity completion"; PostgreSQL's open_datasync), in one
+ * thread-pool round trip per batch instead of two. Without it, append() calls datasync.
+ */
+const O_DSYNC: number = constants.O_DSYNC ?? 0;
 
 export interface ReplayResult {
   /** False if there was no journal file. */
@@ -100,7 +108,7 @@ export class JournalWriter {
   static async open(path: string, goodBytes: number, totalBytes: number): Promise<JournalWriter> {
     // Read-write, created if missing, and not O_APPEND: appends are positional (at the
     // durable length) so that a failed batch can be cut off and overwritten.
-    const handle = await open(path, constants.O_RDWR | constants.O_CREAT, 0o644);
+    const handle = await open(path, constants.O_RDWR | constants.O_CREAT | O_DSYNC, 0o644);
     try {
       if (totalBytes !== goodBytes) {
         await handle.truncate(goodBytes);
@@ -115,7 +123,8 @@ export class JournalWriter {
 
   /** Creates an empty journal; `exclusive` refuses an existing file instead of emptying it. */
   static async create(path: string, exclusive: boolean): Promise<JournalWriter> {
-    const handle = await open(path, exclusive ? 'wx' : 'w');
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | (exclusive ? constants.O_EXCL : 0) | O_DSYNC;
+    const handle = await open(path, flags, 0o644);
     try {
       await handle.datasync();
     } catch (err) {
@@ -130,15 +139,18 @@ export class JournalWriter {
   }
 
   /**
-   * Writes a batch and waits for fdatasync. A journal whose name was removed (its directory
-   * deleted) still accepts writes that no restart would ever find, so that counts as failure.
+   * Writes a batch durably (O_DSYNC, else write + fdatasync). A journal whose name was removed
+   * (its directory deleted) still accepts writes that no restart would ever find, so that
+   * counts as failure.
    */
   async append(data: Buffer, beforeIo: IoHook): Promise<void> {
     beforeIo?.('journal-write');
     await writeAll(this.handle, data, this.durableLength);
+    // With O_DSYNC a failed flush is reported by the write itself; the hook still marks
+    // the point, so tests can fail "after the bytes went out, before they were durable".
     beforeIo?.('journal-sync');
-    await this.handle.datasync();
-    await this.assertLinked();
+    if (O_DSYNC === 0) await this.handle.datasync();
+    this.assertLinked();
     this.durableLength += data.length;
   }
 
@@ -146,7 +158,7 @@ export class JournalWriter {
   async truncateToDurable(): Promise<void> {
     await this.handle.truncate(this.durableLength);
     await this.handle.datasync();
-    await this.assertLinked();
+    this.assertLinked();
   }
 
   async close(): Promise<void> {
@@ -159,8 +171,9 @@ export class JournalWriter {
     return nlink > 0;
   }
 
-  private async assertLinked(): Promise<void> {
-    const { nlink } = await this.handle.stat();
+  /** fstat of an open file reads the in-memory inode: synchronous, no thread-pool trip. */
+  private assertLinked(): void {
+    const { nlink } = fstatSync(this.handle.fd);
     if (nlink === 0) throw new Error('the journal file has been removed from its directory');
   }
 }

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -255,6 +255,51 @@ test('file store: concurrent creates share one write and fdatasync', async (t) =
   const more = createMany(store, 30);
   await Promise.all([first, more]);
   assert.deepEqual(flushes, [1, 30]);
+  await store.close();
+});
+
+// A killed process keeps what it wrote in the page cache, so no crash test can tell a journal
+// that syncs from one that does not: the open file's flags are checked instead (Linux shows
+// them in /proc/self/fdinfo). O_DSYNC makes each write durable before it returns.
+test('file store: the journal is written O_DSYNC, also when reopened and after a rotation', { skip: process.platform !== 'linux' && 'reads /proc/self/fdinfo (Linux only)' }, async (t) => {
+  const O_DSYNC = 0o10000;
+  const file = dataFile(t);
+  const journalFlags = (): number[] => {
+    const flags: number[] = [];
+    for (const fd of readdirSync('/proc/self/fd')) {
+      let target = '';
+      try {
+        target = readlinkSync(`/proc/self/fd/${fd}`);
+      } catch {
+        continue; // closed since the listing
+      }
+      if (!target.endsWith('pets.json.journal')) continue;
+      const line = readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8').split('\n').find((l) => l.startsWith('flags:'));
+      flags.push(Number.parseInt((line ?? '').split(/\s+/)[1] ?? '', 8));
+    }
+    return flags;
+  };
+  const assertDsync = (when: string): void => {
+    const flags = journalFlags();
+    assert.equal(flags.length, 1, `${when}: one open journal`);
+    assert.ok(((flags[0] ?? 0) & O_DSYNC) !== 0, `${when}: journal flags ${(flags[0] ?? 0).toString(8)} lack O_DSYNC`);
+  };
+  let store = await open(file);
+  await createMany(store, 10);
+  assertDsync('new journal');
+  await store.close();
+  store = await open(file);
+  assertDsync('reopened journal');
+  await store.close();
+  // Compaction rotates the journal to .old and creates a new one (as a rebuild does); it
+  // runs in the background, and is over once the snapshot exists and .old is gone.
+  const fresh = dataFile(t);
+  store = await open(fresh, { compactMinBytes: 1 });
+  await createMany(store, 10);
+  for (let i = 0; i < 500 && (!existsSync(fresh) || existsSync(`${fresh}.journal.old`)); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(existsSync(fresh) && !existsSync(`${fresh}.journal.old`), 'a compaction ran');
+  assertDsync('journal after a rotation');
+  await store.create(newPet(99));
   await store.close();
 });
 
