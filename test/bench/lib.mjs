@@ -21,6 +21,7 @@ export const SERVERS = {
   fastify: { script: join(BENCH_DIR, 'peers', 'fastify.mjs'), args: [] },
   express: { script: join(BENCH_DIR, 'peers', 'express.mjs'), args: [] },
   ceiling: { script: join(BENCH_DIR, 'peers', 'ceiling.mjs'), args: [] },
+  'ceiling+store': { script: join(BENCH_DIR, 'peers', 'ceiling-store.mjs'), args: [] },
   'fsync-baseline': { script: join(BENCH_DIR, 'peers', 'fsync-baseline.mjs'), args: [] },
 };
 

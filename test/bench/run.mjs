@@ -13,7 +13,8 @@
 //   BENCH_WARMUP        seconds of warm-up per server and scenario (2)
 //   BENCH_CONNECTIONS   wrk connections for the GET scenarios (64; POST always uses 64)
 //   BENCH_SCENARIOS     comma list of: list, get, create, nokey, badlimit, startup (all)
-//   BENCH_SERVERS       comma list of: petstore, petstore+log, fastify, express, ceiling, fsync-baseline (all)
+//   BENCH_SERVERS       comma list of: petstore, petstore+log, fastify, express, ceiling, ceiling+store,
+//                       fsync-baseline (all)
 //   BENCH_PETSTORE_LOG  petstore's --log-level for the `petstore` rows (warn: no request log, like the peers)
 //   BENCH_STARTUP_RUNS  runs of the startup measurement (20)
 //   BENCH_BUILD         0 to skip `node build.mjs --tests` at the repository root first
@@ -49,7 +50,7 @@ const SCENARIOS = [
   {
     id: 'get',
     title: 'GET /v1/pets/{id}',
-    servers: ['petstore', 'fastify', 'express'],
+    servers: ['petstore', 'fastify', 'express', 'ceiling'],
     script: 'wrk/get.lua',
     path: '/pets/100',
     request: { headers: auth() },
@@ -58,7 +59,7 @@ const SCENARIOS = [
   {
     id: 'create',
     title: 'POST /v1/pets (durable, 64 conn)',
-    servers: ['petstore', 'fastify', 'express', 'fsync-baseline'],
+    servers: ['petstore', 'fastify', 'express', 'fsync-baseline', 'ceiling+store', 'ceiling'],
     script: 'wrk/post.lua',
     path: '/pets',
     request: { method: 'POST', headers: jsonHeaders(), body: '{"name":"bench-pet","categoryId":3,"status":"available"}' },
@@ -166,7 +167,7 @@ async function runScenario(scenario, tmp) {
       live.push(server);
       row.server = server;
       if (server.notFirst) log(`${scenario.id}/${name}: CONTRACT: ${server.notFirst}`);
-      if (name !== 'ceiling') await seed(server);
+      if (!name.startsWith('ceiling')) await seed(server);
       const check = await http(`${server.url}${scenario.path}`, scenario.request);
       if (check.status !== scenario.expect) {
         throw new Error(`check failed: expected ${scenario.expect}, got ${check.status ?? check.error?.message} ${(check.text ?? '').slice(0, 200)}`);
