@@ -287,7 +287,7 @@ export class FileStore extends IndexedStore {
     let failure: Error | undefined;
     // A directory deleted since the last write is noticed only here: the journal, unlinked
     // with it, would take every acknowledged pet along when closed.
-    if (!this.#needsRebuild && this.#journal && !(await this.#journal.isLinked().catch(() => false))) {
+    if (!this.#needsRebuild && this.#journal && !stillLinked(this.#journal)) {
       this.#needsRebuild = true;
     }
     if (this.#needsRebuild) {
@@ -319,5 +319,14 @@ export class FileStore extends IndexedStore {
       `data file ${this.#paths.given} cannot be written${code === undefined ? '' : ` (${code})`}: ${describeError(err)}`,
       { cause: err },
     );
+  }
+}
+
+/** Whether the journal still has its name; one that cannot even be checked counts as gone. */
+function stillLinked(journal: JournalWriter): boolean {
+  try {
+    return journal.isLinked();
+  } catch {
+    return false;
   }
 }

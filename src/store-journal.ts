@@ -165,15 +165,15 @@ export class JournalWriter {
     await this.handle.close();
   }
 
-  /** False once the file has been removed from its directory (e.g. the directory deleted). */
-  async isLinked(): Promise<boolean> {
-    const { nlink } = await this.handle.stat();
-    return nlink > 0;
+  /**
+   * False once the file has been removed from its directory (e.g. the directory deleted).
+   * fstat of an open file reads the in-memory inode: synchronous, no thread-pool trip.
+   */
+  isLinked(): boolean {
+    return fstatSync(this.handle.fd).nlink > 0;
   }
 
-  /** fstat of an open file reads the in-memory inode: synchronous, no thread-pool trip. */
   private assertLinked(): void {
-    const { nlink } = fstatSync(this.handle.fd);
-    if (nlink === 0) throw new Error('the journal file has been removed from its directory');
+    if (!this.isLinked()) throw new Error('the journal file has been removed from its directory');
   }
 }

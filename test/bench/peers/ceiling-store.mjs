@@ -7,7 +7,7 @@
 //
 //   node peers/ceiling-store.mjs [--config FILE] [--data FILE | --memory] [--port 0]
 import { createServer } from 'node:http';
-import { announce, openStore, parseArgs } from './common.mjs';
+import { announce, fixedHeaders, openStore, parseArgs } from './common.mjs';
 
 const opts = parseArgs();
 const store = await openStore(opts);
@@ -33,16 +33,7 @@ const server = createServer((req, res) => {
 
 server.listen(opts.port, opts.host, () => {
   base = `http://${opts.host}:${server.address().port}/v1`;
-  fixed = {
-    'X-Request-Id': '00000000-0000-4000-8000-000000000000',
-    'Cache-Control': 'no-store',
-    'Content-Type': 'application/json; charset=utf-8',
-    'X-RateLimit-Limit': '1000000000',
-    'X-RateLimit-Remaining': '999999999',
-    'X-RateLimit-Reset': String(Math.ceil(Date.now() / 1000) + 1),
-    'RateLimit-Policy': '"minute";q=1000000000;w=60, "day";q=1000000000000;w=86400',
-    RateLimit: '"minute";r=999999999;t=1',
-  };
+  fixed = fixedHeaders();
   announce(server, opts.host);
 });
 

@@ -11,7 +11,7 @@
 //
 //   node peers/ceiling.mjs [--config FILE] [--data FILE | --memory] [--port 0]
 import { createServer } from 'node:http';
-import { announce, deprecationHeaders, parseArgs, seedPet } from './common.mjs';
+import { announce, deprecationHeaders, fixedHeaders, parseArgs, seedPet } from './common.mjs';
 
 const opts = parseArgs();
 
@@ -49,24 +49,12 @@ const server = createServer((req, res) => {
 
 server.listen(opts.port, opts.host, () => {
   const base = `http://${opts.host}:${server.address().port}/v1`;
-  const rate = {
-    'X-RateLimit-Limit': '1000000000',
-    'X-RateLimit-Remaining': '999999999',
-    'X-RateLimit-Reset': String(Math.ceil(Date.now() / 1000) + 1),
-    'RateLimit-Policy': '"minute";q=1000000000;w=60, "day";q=1000000000000;w=86400',
-    RateLimit: '"minute";r=999999999;t=1',
-  };
-  const common = (bytes) => ({
-    'X-Request-Id': '00000000-0000-4000-8000-000000000000',
-    'Cache-Control': 'no-store',
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': String(bytes.length),
-    ...rate,
-  });
+  const fixed = fixedHeaders();
+  const common = (bytes) => ({ ...fixed, 'Content-Length': String(bytes.length) });
   listHeaders = { ...common(body), Link: `<${base}/pets?limit=20&cursor=20>; rel="next"` };
   getHeaders = { ...common(onePet), ...deprecationHeaders(base) };
   createdHeaders = { ...common(created), Location: `${base}/pets/201` };
-  notFoundHeaders = { ...common(notFound) };
+  notFoundHeaders = common(notFound);
   delete notFoundHeaders['X-Request-Id'];
   delete notFoundHeaders['Cache-Control'];
   announce(server, opts.host);

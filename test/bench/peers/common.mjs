@@ -331,6 +331,23 @@ export function baseHeaders() {
   return { 'X-Request-Id': randomUUID(), 'Cache-Control': 'no-store' };
 }
 
+/**
+ * The headers of the two ceiling peers' answers, precomputed once: the same set the real
+ * servers send (request id, no-store, JSON, rate limits), with values that never change.
+ */
+export function fixedHeaders() {
+  return {
+    'X-Request-Id': '00000000-0000-4000-8000-000000000000',
+    'Cache-Control': 'no-store',
+    'Content-Type': 'application/json; charset=utf-8',
+    'X-RateLimit-Limit': '1000000000',
+    'X-RateLimit-Remaining': '999999999',
+    'X-RateLimit-Reset': String(Math.ceil(Date.now() / 1000) + 1),
+    'RateLimit-Policy': '"minute";q=1000000000;w=60, "day";q=1000000000000;w=86400',
+    RateLimit: '"minute";r=999999999;t=1',
+  };
+}
+
 /** Headers every response of GET /pets/{petId} carries (CONTRACT section 5). */
 export function deprecationHeaders(base) {
   return {
