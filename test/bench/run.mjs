@@ -14,7 +14,9 @@
 //   BENCH_CONNECTIONS   wrk connections for the GET scenarios (64; POST always uses 64)
 //   BENCH_SCENARIOS     comma list of: list, get, create, nokey, badlimit, startup (all)
 //   BENCH_SERVERS       comma list of: petstore, petstore+log, fastify, express, ceiling, ceiling+store,
-//                       fsync-baseline (all)
+//                       fsync-baseline, petstore@before (all)
+//   BENCH_BEFORE        path of an older dist/petstore.js: adds the row `petstore@before` to every
+//                       petstore scenario, for before/after ratios from one run
 //   BENCH_PETSTORE_LOG  petstore's --log-level for the `petstore` rows (warn: no request log, like the peers)
 //   BENCH_STARTUP_RUNS  runs of the startup measurement (20)
 //   BENCH_BUILD         0 to skip `node build.mjs --tests` at the repository root first
@@ -25,7 +27,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { seedPet } from './peers/common.mjs';
-import { BENCH_DIR, ROOT, SERVERS, have, http, jsonHeaders, auth, measureStartup, pinPrefix, startServer } from './lib.mjs';
+import { BEFORE, BENCH_DIR, ROOT, SERVERS, have, http, jsonHeaders, auth, measureStartup, pinPrefix, startServer } from './lib.mjs';
 
 const env = process.env;
 // wrk takes whole seconds.
@@ -88,6 +90,12 @@ const SCENARIOS = [
 ];
 
 const STARTUP_SERVERS = ['petstore', 'fastify', 'express', 'ceiling'];
+
+// With BENCH_BEFORE, every scenario that measures petstore measures the older bundle beside it.
+if (BEFORE) {
+  for (const scenario of SCENARIOS) scenario.servers.splice(1, 0, 'petstore@before');
+  STARTUP_SERVERS.splice(1, 0, 'petstore@before');
+}
 
 // ---------------------------------------------------------------------------------------------
 
