@@ -1,7 +1,7 @@
 // Builds dist/petstore.js: one ESM bundle for Node 20 with no runtime dependencies.
 // With --tests, also transpiles src/ and test/ file by file into build/ for `node --test`.
 import { build } from 'esbuild';
-import { readdirSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
@@ -28,6 +28,8 @@ await build({
   banner: { js: '#!/usr/bin/env node' },
   logLevel: 'warning',
 });
+// The bundle starts with a shebang, so it is a command: ./dist/petstore.js runs it.
+chmodSync('dist/petstore.js', 0o755);
 
 // Declarations beside the bundle, so TypeScript embedders get checked options and handle.
 rmSync('dist/types', { recursive: true, force: true });

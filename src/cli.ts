@@ -2,7 +2,7 @@
 // default, start the server, print the ready line, and handle signals.
 // main() returns an exit code; nothing in here calls process.exit.
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile, parseConfig, type Config } from './config.js';
 import { batchingSink, jsonLogger } from './log.js';
@@ -27,6 +27,17 @@ export const USAGE = `Usage: node dist/petstore.js [options]
 Environment: PETSTORE_CONFIG, PETSTORE_DATA, PORT, HOST (a flag wins over its variable).
 Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the config file.
 The first line on stdout is "petstore listening on http://HOST:PORT/v1".`;
+
+/**
+ * The command as the user typed it, for --help: the name of a link to the bundle (the
+ * `petstore` bin of an install), else `node` and the bundle's path from here.
+ */
+export function invokedAs(script: string | undefined, cwd = process.cwd()): string {
+  if (script === undefined) return 'node dist/petstore.js';
+  if (!script.endsWith('.js')) return basename(script);
+  const path = relative(cwd, script);
+  return `node ${path.startsWith('..') || path === '' ? script : path}`;
+}
 
 export interface Io {
   out(line: string): void;
@@ -55,7 +66,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   try {
     const parsed = parse(argv);
     if (parsed === 'help') {
-      io.out(USAGE);
+      io.out(USAGE.replace('node dist/petstore.js', invokedAs(process.argv[1])));
       return 0;
     }
     if (parsed === 'version') {

@@ -170,10 +170,11 @@ async function removeTemp(tmp: string): Promise<void> {
   try {
     await unlink(tmp);
   } catch (err) {
-    // ENOENT: the temp file was never created or was already renamed. Anything else is
-    // reported with the original failure's message by the caller, so rethrow nothing here
-    // but keep it visible in the process warnings.
-    if (!isErrno(err, 'ENOENT')) process.emitWarning(`cannot remove ${tmp}: ${messageOf(err)}`);
+    // ENOENT: the temp file was never created or was already renamed; ENOTDIR: a part of
+    // its path is a file, so it cannot exist either. Anything else is reported with the
+    // original failure's message by the caller, so rethrow nothing here but keep it visible
+    // in the process warnings.
+    if (!isErrno(err, 'ENOENT') && !isErrno(err, 'ENOTDIR')) process.emitWarning(`cannot remove ${tmp}: ${messageOf(err)}`);
   }
 }
 

@@ -91,8 +91,8 @@ export interface RouteSpec {
   readonly deprecated?: { readonly sunset: string; readonly successor: string };
   readonly parameters: readonly Parameter[];
   readonly requestBody?: Schema;
-  /** Status code -> description and body schema (undefined: a free-form JSON object). */
-  readonly responses: Readonly<Record<number, { readonly description: string; readonly schema?: Schema | 'Error' }>>;
+  /** Status code -> description and body schema (undefined: a free-form JSON object; 'OpenApi': the document's own). */
+  readonly responses: Readonly<Record<number, { readonly description: string; readonly schema?: Schema | 'Error' | 'OpenApi' }>>;
   /**
    * The answer, or an ApiError for the Error body. Hot paths return their ApiError rather
    * than throw it (see schemas.ts); a throw is answered the same way.
@@ -223,10 +223,11 @@ export const ROUTES: readonly RouteSpec[] = [listPets, createPet, getPet, listOr
 
 /**
  * GET /openapi.json: public (limited per client address like keyless requests). The document
- * is built once per config in force, and rebuilt after a reload changes the environments.
+ * is built once per config in force and base URL (its first server is the serving instance),
+ * and rebuilt after a reload or when asked for under another base URL.
  */
 export function openApiRoute(routes: readonly RouteSpec[], version: string): RouteSpec {
-  let cache: { config: Config; body: string } | undefined;
+  let cache: { config: Config; base: string; body: string } | undefined;
   const route: RouteSpec = {
     operationId: 'getOpenApi',
     method: 'GET',
@@ -235,9 +236,12 @@ export function openApiRoute(routes: readonly RouteSpec[], version: string): Rou
     tags: ['Meta'],
     auth: 'none',
     parameters: [],
-    responses: { 200: { description: 'The OpenAPI document.' } },
-    handler({ config }) {
-      if (cache?.config !== config) cache = { config, body: JSON.stringify(openApiDocument([...routes, route], config, version)) };
+    responses: { 200: { description: 'The OpenAPI document.', schema: 'OpenApi' } },
+    handler({ config, base }) {
+      if (cache?.config !== config || cache.base !== base) {
+        // Indented, so that linters and readers get meaningful line numbers.
+        cache = { config, base, body: JSON.stringify(openApiDocument([...routes, route], config, version, base), null, 2) };
+      }
       return { status: 200, body: cache.body };
     },
   };

@@ -1,8 +1,8 @@
 // The API's data shapes, as schemas (data) and as parsers that turn untrusted input into
 // typed values. The OpenAPI document is generated from these same objects.
-import { ApiError } from './errors.js';
+import { ApiError, ERROR_CODES, type ErrorCode } from './errors.js';
 import { single, type Query } from './query.js';
-import { check, formatProblems, type Schema } from './validate.js';
+import { check, formatProblems, type Problem, type Schema } from './validate.js';
 import { PET_STATUSES, type NewPet, type PetStatus } from './types.js';
 
 export const NAME_MAX_LENGTH = 256;
@@ -15,6 +15,7 @@ export const petStatusSchema = {
   type: 'string',
   enum: PET_STATUSES,
   description: 'Availability of the animal.',
+  examples: ['available'],
 } as const satisfies Schema;
 
 export const newPetSchema = {
@@ -22,8 +23,8 @@ export const newPetSchema = {
   description: 'An animal to add. Any `id` sent is ignored: the service assigns it.',
   required: ['name', 'categoryId'],
   properties: {
-    name: { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH, description: "The animal's name." },
-    categoryId: { type: 'integer', format: 'int64', description: 'Identifier of the category the animal belongs to.' },
+    name: { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH, description: "The animal's name; not blank.", examples: ['Rex'] },
+    categoryId: { type: 'integer', format: 'int64', description: 'Identifier of the category the animal belongs to.', examples: [3] },
     status: petStatusSchema,
   },
 } as const satisfies Schema;
@@ -33,7 +34,7 @@ export const petSchema = {
   description: 'An animal, with the identifier the service assigned.',
   required: ['id', 'name', 'categoryId'],
   properties: {
-    id: { type: 'integer', format: 'int64', minimum: 1, description: 'Assigned by the service on creation.' },
+    id: { type: 'integer', format: 'int64', minimum: 1, description: 'Assigned by the service on creation.', examples: [42] },
     ...newPetSchema.properties,
   },
 } as const satisfies Schema;
@@ -42,9 +43,10 @@ export const errorSchema = {
   type: 'object',
   required: ['code', 'message', 'status'],
   properties: {
-    code: { type: 'string', description: 'Machine-readable error code (see the registry in the README).' },
-    message: { type: 'string', description: 'Human-readable description naming the offending field.' },
-    status: { type: 'integer', description: 'The HTTP status code, repeated.' },
+    // The enum is the registry itself, so a generated client can switch on every code.
+    code: { type: 'string', enum: Object.keys(ERROR_CODES) as ErrorCode[], description: 'Machine-readable error code (see the registry in the README).', examples: ['invalid_request'] },
+    message: { type: 'string', description: 'Human-readable description naming the offending field.', examples: ['Invalid pet: name is required.'] },
+    status: { type: 'integer', description: 'The HTTP status code, repeated.', examples: [400] },
   },
 } as const satisfies Schema;
 
@@ -54,29 +56,42 @@ export const limitSchema = {
   maximum: LIMIT_MAX,
   default: LIMIT_DEFAULT,
   description: 'Maximum number of animals returned.',
+  examples: [LIMIT_DEFAULT],
 } as const satisfies Schema;
 
 export const cursorSchema = {
   type: 'string',
   pattern: '^[0-9]{1,16}$',
   description: 'Opaque position from the `next` link of the previous page.',
+  examples: ['42'],
 } as const satisfies Schema;
 
 export const petIdSchema = {
   type: 'integer',
   format: 'int64',
   description: 'Identifier of the animal to retrieve.',
+  examples: [42],
 } as const satisfies Schema;
 
 /** A NewPet from a parsed JSON body; copies only the known fields into a fresh object. */
 export function parseNewPet(body: unknown): NewPet {
   const problems = check(newPetSchema, body);
+  // A blank name is the one rule the schema does not say; it joins the others so that the
+  // message names every problem of the body at once.
+  const blank = blankName(body);
+  if (blank !== undefined) problems.push(blank);
   if (problems.length > 0) throw new ApiError('invalid_request', `Invalid pet: ${formatProblems(problems)}.`);
   const record = body as { name: string; categoryId: number; status?: PetStatus };
-  if (record.name.trim() === '') throw new ApiError('invalid_request', 'Invalid pet: name must not be blank.');
   const pet: NewPet = { name: record.name, categoryId: record.categoryId };
   if (record.status !== undefined) pet.status = record.status;
   return pet;
+}
+
+/** A name of whitespace only (an empty one is the schema's minLength problem). */
+function blankName(body: unknown): Problem | undefined {
+  if (typeof body !== 'object' || body === null || !Object.hasOwn(body, 'name')) return undefined;
+  const name = (body as { name: unknown }).name;
+  return typeof name === 'string' && name !== '' && name.trim() === '' ? { path: 'name', message: 'must not be blank' } : undefined;
 }
 
 // The parameter parsers below return their ApiError instead of throwing it. A 400 is an

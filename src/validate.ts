@@ -1,12 +1,14 @@
 // A small validator whose schemas are plain data (a subset of JSON Schema), so the same
 // objects validate requests and describe the API in the OpenAPI document.
 // A check returns a list of problems, each naming the path of the offending value.
+// `examples` (JSON Schema's annotation) are published in the document and never checked
+// against a request; a test checks them against their own schema instead.
 
 export type Schema =
-  | { readonly type: 'string'; readonly enum?: readonly string[]; readonly minLength?: number; readonly maxLength?: number; readonly pattern?: string; readonly description?: string }
-  | { readonly type: 'integer'; readonly format?: 'int64'; readonly minimum?: number; readonly maximum?: number; readonly default?: number; readonly description?: string }
-  | { readonly type: 'object'; readonly properties: Readonly<Record<string, Schema>>; readonly required: readonly string[]; readonly description?: string }
-  | { readonly type: 'array'; readonly items: Schema; readonly description?: string };
+  | { readonly type: 'string'; readonly enum?: readonly string[]; readonly minLength?: number; readonly maxLength?: number; readonly pattern?: string; readonly description?: string; readonly examples?: readonly string[] }
+  | { readonly type: 'integer'; readonly format?: 'int64'; readonly minimum?: number; readonly maximum?: number; readonly default?: number; readonly description?: string; readonly examples?: readonly number[] }
+  | { readonly type: 'object'; readonly properties: Readonly<Record<string, Schema>>; readonly required: readonly string[]; readonly description?: string; readonly examples?: readonly unknown[] }
+  | { readonly type: 'array'; readonly items: Schema; readonly description?: string; readonly examples?: readonly unknown[] };
 
 export interface Problem {
   readonly path: string;

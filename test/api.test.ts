@@ -211,6 +211,13 @@ describe('POST /pets', () => {
     const msg = (res.json as { message: string }).message;
     for (const field of ['name', 'categoryId', 'status']) assert.ok(msg.includes(field), msg);
   });
+  test('a blank name is named beside the other problems', async () => {
+    const res = await call(`${srv.url}/pets`, { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: '{"name":"   ","categoryId":1.5}' });
+    assertError(res, 400, 'invalid_request');
+    const msg = (res.json as { message: string }).message;
+    assert.match(msg, /name must not be blank/);
+    assert.match(msg, /categoryId must be an integer/);
+  });
   test('invalid UTF-8 is 400', async () => {
     const body = Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('","categoryId":1}')]);
     assertError(await call(`${srv.url}/pets`, { method: 'POST', key, headers: { 'content-type': 'application/json' }, body }), 400, 'invalid_request', 'UTF-8');

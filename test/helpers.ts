@@ -1,6 +1,6 @@
 // Shared by the black-box tests: start the built bundle exactly as a user would.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,8 +32,30 @@ export function testConfig(extra: Record<string, unknown> = {}): Record<string, 
   };
 }
 
+const madeDirs = new Set<string>();
+
+/**
+ * A fresh directory, removed with everything in it when the test file's process exits (node
+ * --test runs each file in a process of its own), whether its tests passed or failed.
+ */
 export function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), 'petstore-test-'));
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-test-'));
+  if (madeDirs.size === 0) process.once('exit', removeTempDirs);
+  madeDirs.add(dir);
+  return dir;
+}
+
+/** Removes every directory tempDir() made; a directory that cannot be removed is a failure. */
+export function removeTempDirs(): void {
+  for (const dir of madeDirs) {
+    try {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    } catch (err) {
+      process.stderr.write(`test cleanup failed: cannot remove ${dir}: ${(err as Error).message}\n`);
+      process.exitCode = 1;
+    }
+    madeDirs.delete(dir);
+  }
 }
 
 export function writeConfig(dir: string, config: Record<string, unknown> = testConfig()): string {

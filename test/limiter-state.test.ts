@@ -101,6 +101,21 @@ describe('saveLimiterState / loadLimiterState', () => {
     });
   });
 
+  it('a directory that is a file fails the save without a process warning', async () => {
+    const dir = await freshDir();
+    await writeFile(join(dir, 'a-file'), 'not a directory');
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.message);
+    process.on('warning', onWarning);
+    try {
+      await assert.rejects(saveLimiterState(join(dir, 'a-file', 'limiter.json'), limiterWith('k', 1).toState()));
+      await sleep(10); // warnings are emitted on the next tick
+    } finally {
+      process.off('warning', onWarning);
+    }
+    assert.deepEqual(warnings, [], 'no temp file can exist under a file: nothing to warn about');
+  });
+
   const corrupt: Array<[string, string, RegExp]> = [
     ['truncated JSON', '{"version":1,"savedAt":', /not valid JSON/],
     ['empty file', '', /not valid JSON/],

@@ -5,6 +5,8 @@
 // checks live in test/tools (their own dependencies, not part of npm test).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { get } from 'node:http';
+import { ERROR_CODES } from '../src/errors.js';
 import { ROUTES } from '../src/routes.js';
 import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from './helpers.js';
 
@@ -86,15 +88,22 @@ function param(op: Obj, name: string): Obj {
 function conforms(schema: Json | undefined, value: unknown, path = '$'): string[] {
   const s = deref(schema, path);
   const problems: string[] = [];
-  const known = new Set(['type', 'properties', 'required', 'items', 'enum', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'format', 'default', 'description']);
+  const known = new Set(['type', 'properties', 'required', 'items', 'enum', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'format', 'default', 'description', 'examples', 'additionalProperties']);
   for (const k of Object.keys(s)) if (!known.has(k)) problems.push(`${path}: keyword ${k} is not checked here`);
   switch (s.type) {
     case 'object': {
       if (typeof value !== 'object' || value === null || Array.isArray(value)) return [`${path}: not an object`];
       const record = value as Record<string, unknown>;
       for (const name of arr(s.required ?? [], 'required')) if (!Object.hasOwn(record, name as string)) problems.push(`${path}.${String(name)} is required`);
-      for (const [name, sub] of Object.entries(obj(s.properties ?? {}, 'properties'))) {
+      const props = obj(s.properties ?? {}, 'properties');
+      for (const [name, sub] of Object.entries(props)) {
         if (Object.hasOwn(record, name)) problems.push(...conforms(sub, record[name], `${path}.${name}`));
+      }
+      // additionalProperties: true (or absent) allows anything; a schema checks the others.
+      if (typeof s.additionalProperties === 'object' && s.additionalProperties !== null) {
+        for (const name of Object.keys(record)) {
+          if (!Object.hasOwn(props, name)) problems.push(...conforms(s.additionalProperties, record[name], `${path}.${name}`));
+        }
       }
       break;
     }
@@ -128,12 +137,79 @@ describe('the document as served', () => {
     assert.equal(res.headers.get('x-ratelimit-limit'), '1000', 'the anonymous budget of the config');
   });
 
-  test('OpenAPI 3.1, version 1.0.0, both servers from the config', () => {
+  test('OpenAPI 3.1, version 1.0.0; the serving instance first, then both servers from the config', () => {
     assert.equal(doc.openapi, '3.1.0');
     assert.equal(obj(doc.info, 'info').version, '1.0.0');
     assert.equal(typeof obj(doc.info, 'info').title, 'string');
-    assert.deepEqual(arr(doc.servers, 'servers').map((s) => obj(s, 'server').url), [PRODUCTION, STAGING]);
-    assert.deepEqual(arr(doc.servers, 'servers').map((s) => obj(s, 'server').description), ['production', 'staging']);
+    assert.deepEqual(arr(doc.servers, 'servers').map((s) => obj(s, 'server').url), [srv.url, PRODUCTION, STAGING]);
+    assert.deepEqual(arr(doc.servers, 'servers').map((s) => obj(s, 'server').description), ['this instance', 'production', 'staging']);
+  });
+
+  test('the first server follows the Host the document was asked under', async () => {
+    const port = new URL(srv.url).port;
+    // fetch() does not let a caller set Host, node:http does.
+    const other = await new Promise<string>((resolve, reject) => {
+      get(`${srv.url}/openapi.json`, { headers: { host: `localhost:${port}` } }, (r) => {
+        let text = '';
+        r.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => resolve(text));
+      }).on('error', reject);
+    });
+    assert.equal(obj(arr((JSON.parse(other) as Obj).servers, 'servers')[0], 'server').url, `http://localhost:${port}/v1`);
+    const again = await call(`${srv.url}/openapi.json`);
+    assert.equal(obj(arr((again.json as Obj).servers, 'servers')[0], 'server').url, srv.url);
+  });
+
+  test('pretty-printed, with a contact and a description for every operation', () => {
+    assert.ok(res.text.split('\n').length > 500, 'one line per member, so linters give useful positions');
+    assert.equal(typeof obj(obj(doc.info, 'info').contact, 'contact').name, 'string');
+    for (const [path, item] of Object.entries(obj(doc.paths, 'paths'))) {
+      for (const [method, op] of Object.entries(obj(item, path))) {
+        assert.ok(String(obj(op, method).description ?? '').length > 20, `${method} ${path} has a description`);
+      }
+    }
+  });
+
+  test('X-Request-Id: what the description says is what the service sends', () => {
+    const header = deref(obj(obj(doc.components, 'components').headers, 'headers')['X-Request-Id'], 'X-Request-Id');
+    assert.doesNotMatch(String(header.description), /UUID/);
+    assert.match(String(header.description), /8 hex digits/);
+    assert.match(res.headers.get('x-request-id') ?? '', /^[0-9a-f]{8}-[0-9a-z]+$/);
+  });
+
+  test('Error.code is the enum of the registry codes', () => {
+    const error = obj(obj(obj(doc.components, 'components').schemas, 'schemas').Error, 'Error');
+    const code = obj(obj(error.properties, 'Error.properties').code, 'code');
+    assert.deepEqual(code.enum, Object.keys(ERROR_CODES));
+  });
+
+  test('every example conforms to its own schema; every parameter, body and response has one', () => {
+    let count = 0;
+    const seen = (schema: Json | undefined, value: Json | undefined, where: string): void => {
+      assert.ok(value !== undefined, `${where} has an example`);
+      assert.deepEqual(conforms(schema, value, where), [], `${where}: its example conforms`);
+      count++;
+    };
+    for (const [name, schema] of Object.entries(obj(obj(doc.components, 'components').schemas, 'schemas'))) {
+      for (const example of arr(obj(schema, name).examples ?? [], `${name}.examples`)) seen(schema, example, `schema ${name}`);
+    }
+    for (const [path, item] of Object.entries(obj(doc.paths, 'paths'))) {
+      for (const [method, o] of Object.entries(obj(item, path))) {
+        const op = obj(o, method);
+        for (const p of arr(op.parameters ?? [], 'parameters')) seen(obj(p, 'p').schema, obj(p, 'p').example, `${method} ${path} ${String(obj(p, 'p').name)}`);
+        if (op.requestBody !== undefined) {
+          const media = obj(obj(obj(op.requestBody, 'requestBody').content, 'content')['application/json'], 'json');
+          seen(media.schema, media.example, `${method} ${path} body`);
+        }
+        for (const [status, r] of Object.entries(responses(op, `${method} ${path}`))) {
+          if (r.content === undefined) continue;
+          const media = obj(obj(r.content, 'content')['application/json'], 'json');
+          const examples = media.examples === undefined ? [media.example] : Object.values(obj(media.examples, 'examples')).map((e) => obj(e, 'example').value);
+          assert.ok(examples.length > 0, `${method} ${path} ${status} has examples`);
+          for (const example of examples) seen(media.schema, example, `${method} ${path} ${status}`);
+        }
+      }
+    }
+    assert.ok(count > 30, `${count} examples checked`);
   });
 
   test('bearer scheme required everywhere but on the document itself', () => {
@@ -183,7 +259,7 @@ describe('every operation', () => {
     const limit = param(op, 'limit');
     assert.equal(limit.in, 'query');
     assert.equal(limit.required, false);
-    assert.deepEqual({ ...obj(limit.schema, 'limit.schema'), description: undefined }, { type: 'integer', minimum: 1, maximum: 100, default: 20, description: undefined });
+    assert.deepEqual({ ...obj(limit.schema, 'limit.schema'), description: undefined }, { type: 'integer', minimum: 1, maximum: 100, default: 20, examples: [20], description: undefined });
     assert.deepEqual(obj(param(op, 'status').schema, 'status.schema'), { $ref: '#/components/schemas/PetStatus' });
     assert.equal(param(op, 'cursor').in, 'query');
     const r = responses(op, 'listPets');
@@ -231,6 +307,9 @@ describe('every operation', () => {
   test('the document route itself: public, 200 and 429', () => {
     const op = operation('/openapi.json', 'get');
     assert.deepEqual(Object.keys(responses(op, 'openapi')).sort(), ['200', '429']);
+    const ok = obj(obj(obj(responses(op, 'openapi')['200']?.content, 'content')['application/json'], 'json').schema, 'schema');
+    assert.deepEqual(ok, { $ref: '#/components/schemas/OpenApiDocument' }, 'typed, not a bare object');
+    assert.deepEqual(conforms(ok, doc), [], 'the document conforms to its own schema');
   });
 
   test('every response of every operation documents the rate-limit headers; 429 also Retry-After', () => {
@@ -239,8 +318,10 @@ describe('every operation', () => {
         for (const [status, response] of Object.entries(responses(obj(op, method), `${method} ${path}`))) {
           const names = headerNames(response);
           for (const h of RATE_HEADERS) assert.ok(names.includes(h), `${method} ${path} ${status} documents ${h}`);
-          if (status === '429') assert.ok(names.includes('Retry-After'), `${method} ${path} 429 documents Retry-After`);
-          if (Number(status) >= 400) {
+          if (status === '429' || status === '503') assert.ok(names.includes('Retry-After'), `${method} ${path} ${status} documents Retry-After`);
+          if (method === 'head') {
+            assert.equal(response.content, undefined, `${method} ${path} ${status} has no body`);
+          } else if (Number(status) >= 400) {
             assert.deepEqual(obj(obj(response.content, 'content')['application/json'], 'json').schema, { $ref: '#/components/schemas/Error' }, `${method} ${path} ${status} is an Error body`);
           }
         }
@@ -267,7 +348,9 @@ describe('derived from the route table', () => {
     for (const [path, item] of Object.entries(obj(doc.paths, 'paths'))) {
       for (const method of Object.keys(obj(item, path))) ops.push(`${method.toUpperCase()} ${path}`);
     }
-    const expected = [...ROUTES.map((r) => `${r.method} ${r.path}`), 'GET /openapi.json'];
+    // HEAD: the router answers it for every GET (RFC 9110 9.3.2), so the document has it too.
+    const gets = [...ROUTES.filter((r) => r.method === 'GET').map((r) => r.path), '/openapi.json'];
+    const expected = [...ROUTES.map((r) => `${r.method} ${r.path}`), 'GET /openapi.json', ...gets.map((p) => `HEAD ${p}`)];
     assert.deepEqual(ops.sort(), expected.sort());
   });
 });
@@ -349,6 +432,7 @@ function sample(name: string): unknown {
     case 'NewPet': return { name: 'Rex', categoryId: 2 };
     case 'PetStatus': return 'pending';
     case 'Error': return { code: 'not_found', message: 'x', status: 404 };
+    case 'OpenApiDocument': return { openapi: '3.1.0', info: { title: 't', version: '1' }, paths: { '/x': {} } };
     default: return assert.fail(`no sample for schema ${name}`);
   }
 }
@@ -386,6 +470,10 @@ describe('what the service answers is what the document says', () => {
     await check('/pets/{petId}', 'get', await call(`${srv.url}/pets/x1`, { key }));
     await check('/store/orders', 'get', await call(`${srv.url}/store/orders`, { key }));
     await check('/openapi.json', 'get', await call(`${srv.url}/openapi.json`));
+    await check('/pets', 'head', await call(`${srv.url}/pets`, { method: 'HEAD', key }));
+    await check('/pets/{petId}', 'head', await call(`${srv.url}/pets/${id}`, { method: 'HEAD', key }));
+    await check('/pets/{petId}', 'head', await call(`${srv.url}/pets/424242`, { method: 'HEAD', key }));
+    await check('/openapi.json', 'head', await call(`${srv.url}/openapi.json`, { method: 'HEAD' }));
   });
 
   test('a rate-limited answer is documented too', async () => {

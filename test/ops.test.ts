@@ -3,7 +3,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -433,6 +433,7 @@ describe('the systemd unit in the README', () => {
     }
     assert.ok(unit);
     const dir = mkdtempSync(join(tmpdir(), 'petstore-unit-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
     // verify checks that the ExecStart binary exists: point it at this node when /usr/bin/node is absent.
     const node = spawnSync('test', ['-x', '/usr/bin/node']).status === 0 ? '/usr/bin/node' : process.execPath;
     const file = join(dir, 'petstore.service');

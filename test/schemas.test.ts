@@ -4,7 +4,9 @@ import { ApiError } from '../src/errors.js';
 import { parseCursor, parseLimit, parseListQuery, parseNewPet, parsePetId, parseStatus } from '../src/schemas.js';
 import { parseQuery } from '../src/query.js';
 import { check } from '../src/validate.js';
+import * as schemas from '../src/schemas.js';
 import { newPetSchema } from '../src/schemas.js';
+import type { Schema } from '../src/validate.js';
 
 /** Parameter parsers return (not throw) their ApiError, a 400 naming the parameter. */
 function rejects(fn: () => unknown, field: string): void {
@@ -93,4 +95,27 @@ test('__proto__ in a body never reaches a prototype', () => {
 test('check reports every problem with its path', () => {
   const problems = check(newPetSchema, { status: 'x' });
   assert.deepEqual(problems.map((p) => p.path).sort(), ['categoryId', 'name', 'status']);
+});
+
+test('a blank name and a fractional categoryId: both named', () => {
+  assert.throws(() => parseNewPet({ name: '   ', categoryId: 1.5 }), (err: ApiError) => {
+    assert.equal(err.message, 'Invalid pet: categoryId must be an integer, got a number; name must not be blank.');
+    return true;
+  });
+});
+
+test('every example in the schemas conforms to its own schema', () => {
+  let count = 0;
+  const visit = (schema: Schema, where: string): void => {
+    for (const example of schema.examples ?? []) {
+      assert.deepEqual(check(schema, example), [], `${where}: example ${JSON.stringify(example)}`);
+      count++;
+    }
+    if (schema.type === 'object') for (const [name, sub] of Object.entries(schema.properties)) visit(sub, `${where}.${name}`);
+    if (schema.type === 'array') visit(schema.items, `${where}[]`);
+  };
+  for (const [name, value] of Object.entries(schemas)) {
+    if (typeof value === 'object' && value !== null && 'type' in value) visit(value as Schema, name);
+  }
+  assert.ok(count >= 10, `${count} examples checked`);
 });

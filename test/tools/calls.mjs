@@ -62,14 +62,33 @@ export async function callEveryOperation(baseUrl, key) {
   const orders = await client.GET('/store/orders');
   record('listOrders', 'GET', '/store/orders', orders.response, 501);
 
-  // getOpenApi: public.
+  // getOpenApi: public, and typed (the fields a client reads, not an empty object).
   const doc = await anonymous.GET('/openapi.json');
   record('getOpenApi', 'GET', '/openapi.json (no key)', doc.response, 200);
+  if (!doc.data?.openapi.startsWith('3.1.') || doc.data.servers?.[0]?.url !== baseUrl) {
+    throw new Error(`getOpenApi: not a 3.1 document whose first server is ${baseUrl}`);
+  }
+
+  // HEAD of every GET: the same statuses and headers, no body.
+  const heads = [
+    ['listPetsHead', '/pets', await client.HEAD('/pets', { params: { query: { limit: 1 } } }), 200],
+    ['getPetHead', `/pets/${rex.id}`, await client.HEAD('/pets/{petId}', { params: { path: { petId: rex.id } } }), 200],
+    ['listOrdersHead', '/store/orders', await client.HEAD('/store/orders'), 501],
+    ['getOpenApiHead', '/openapi.json (no key)', await anonymous.HEAD('/openapi.json'), 200],
+  ];
+  for (const [operationId, path, result, expected] of /** @type {Array<[string, string, { response: Response }, number]>} */ (heads)) {
+    record(operationId, 'HEAD', path, result.response, expected);
+  }
 
   // Without a key every keyed operation is 401 with an Error body.
   const noKey = await anonymous.GET('/pets');
   record('listPets', 'GET', '/pets (no key)', noKey.response, 401);
   if (noKey.error?.status !== 401) throw new Error(`expected an Error body, got ${JSON.stringify(noKey.error)}`);
+  // Error.code is the registry's enum: a switch over it is checked by the compiler.
+  switch (noKey.error.code) {
+    case 'unauthorized': break;
+    default: throw new Error(`expected unauthorized, got ${noKey.error.code}`);
+  }
   return calls;
 }
 
@@ -89,4 +108,10 @@ export async function wrongCalls(client) {
   await client.POST('/pets', { body: { name: 'x' } });
   // @ts-expect-error there is no such path
   await client.GET('/pets/all');
+  const { error } = await client.GET('/pets');
+  // @ts-expect-error Error.code is one of the registry's codes, not any string
+  if (error?.code === 'no_such_code') return;
+  const { data } = await client.GET('/openapi.json');
+  // @ts-expect-error the document's openapi field is a string
+  if (data?.openapi === 1) return;
 }

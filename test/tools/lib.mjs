@@ -1,7 +1,7 @@
 // Shared by the tool scripts: start the built bundle as a user would (--memory, --port 0,
 // a throwaway config with one key per plan and both environments), read the ready line.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,7 +47,7 @@ export function startBundle() {
           proc.removeAllListeners('exit');
           const exited = new Promise((done) => proc.on('exit', done));
           proc.kill('SIGTERM');
-          return exited;
+          return exited.then(() => rmSync(dir, { recursive: true, force: true }));
         },
       });
     });

@@ -3,7 +3,7 @@
 //     express (path parameters, duplicate operationIds, $refs that resolve). Errors fail.
 //   - @redocly/openapi-core, "recommended" rules: errors fail, warnings are printed.
 // Usage: npm run build (at the root), then here: npm ci && node validate-openapi.mjs
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileErrors, validate } from '@readme/openapi-parser';
@@ -27,9 +27,11 @@ try {
     console.log('@readme/openapi-parser: valid, no errors, no warnings');
   }
 
-  const file = join(mkdtempSync(join(tmpdir(), 'petstore-openapi-')), 'openapi.json');
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-openapi-'));
+  const file = join(dir, 'openapi.json');
   writeFileSync(file, JSON.stringify(doc, null, 2));
   const problems = await lint({ ref: file, config: await createConfig({ extends: ['recommended'] }) });
+  rmSync(dir, { recursive: true, force: true });
   const errors = problems.filter((p) => p.severity === 'error');
   if (errors.length > 0) failed = true;
   console.log(`@redocly/openapi-core (recommended): ${errors.length} errors, ${problems.length - errors.length} warnings`);
