@@ -96,6 +96,15 @@ export interface LimiterState {
 
 export const LIMITER_STATE_VERSION = 1;
 
+/**
+ * Largest perMinute or perDay a config (or a saved state) may give: capacity * windowMs stays
+ * below 2^53 for the day bucket (10^8 * 86,400,000 < 9.007 * 10^15), so the token arithmetic
+ * below is exact for every accepted plan.
+ */
+export const MAX_LIMIT = 100_000_000;
+/** Longest ban a config (or a saved state) may give: one year. */
+export const MAX_BAN_SECONDS = 31_536_000;
+
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 
