@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { MAX_BAN_SECONDS, MAX_LIMIT } from './limiter.js';
 import type { LogLevel } from './types.js';
 
 export interface Limits {
@@ -90,9 +91,15 @@ class Reader {
       return undefined;
     }
     for (const k of Object.keys(v)) if (k !== 'perMinute' && k !== 'perDay') this.problem(`${where}.${k} is not a known field`);
-    const perMinute = this.positiveInt(v.perMinute, `${where}.perMinute`);
-    const perDay = this.positiveInt(v.perDay, `${where}.perDay`);
+    const perMinute = this.limit(v.perMinute, `${where}.perMinute`);
+    const perDay = this.limit(v.perDay, `${where}.perDay`);
     return perMinute !== undefined && perDay !== undefined ? { perMinute, perDay } : undefined;
+  }
+  /** A rate (requests per minute or per day): bounded so the limiter's arithmetic is exact. */
+  limit(v: unknown, where: string): number | undefined {
+    if (typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= MAX_LIMIT) return v;
+    this.problem(`${where} must be a positive integer no larger than ${MAX_LIMIT}, got ${JSON.stringify(v) ?? 'nothing'}`);
+    return undefined;
   }
   string(v: unknown, where: string): string | undefined {
     if (typeof v === 'string' && v !== '') return v;
@@ -251,7 +258,10 @@ function readBan(r: Reader, v: unknown): Config['ban'] {
   }
   for (const k of Object.keys(v)) if (k !== 'after' && k !== 'seconds') r.problem(`ban.${k} is not a known field`);
   const after = r.positiveInt(v.after, 'ban.after') ?? 20;
-  const seconds = r.positiveInt(v.seconds, 'ban.seconds') ?? 300;
+  // 0 is the limiter's "no bans"; the bound keeps Retry-After a plain number of seconds.
+  let seconds = 300;
+  if (typeof v.seconds === 'number' && Number.isInteger(v.seconds) && v.seconds >= 0 && v.seconds <= MAX_BAN_SECONDS) seconds = v.seconds;
+  else r.problem(`ban.seconds must be an integer from 0 (no bans) to ${MAX_BAN_SECONDS}, got ${JSON.stringify(v.seconds) ?? 'nothing'}`);
   return Object.freeze({ after, seconds });
 }
 
