@@ -210,6 +210,24 @@ function checkLimits(limits: Limits): void {
   }
 }
 
+/**
+ * Throws (RangeError) unless Limiter.configure() would accept these arguments, so that a
+ * config reload can check everything before it changes anything.
+ */
+export function checkConfiguration(ban: BanPolicy, maxEntries?: number): void {
+  const { after, seconds } = ban;
+  if (!(after >= 0 && (Number.isInteger(after) || after === Infinity))) {
+    throw new RangeError(`ban.after must be a non-negative integer, got ${after}`);
+  }
+  if (!(Number.isFinite(seconds) && seconds >= 0)) {
+    throw new RangeError(`ban.seconds must be a non-negative number, got ${seconds}`);
+  }
+  const max = maxEntries ?? Infinity;
+  if (!(max === Infinity || (Number.isInteger(max) && max >= 1))) {
+    throw new RangeError(`maxEntries must be a positive integer, got ${max}`);
+  }
+}
+
 /** Refills both buckets up to `mono` at the rates of `limits`, clamped to their capacities. */
 function refill(e: Entry, limits: Limits, mono: number): void {
   const elapsed = mono > e.at ? mono - e.at : 0;
@@ -248,20 +266,10 @@ export class Limiter {
    * their end; a smaller bound evicts the least recently used ids at once.
    */
   configure(ban: BanPolicy, maxEntries?: number): void {
-    const { after, seconds } = ban;
-    if (!(after >= 0 && (Number.isInteger(after) || after === Infinity))) {
-      throw new RangeError(`ban.after must be a non-negative integer, got ${after}`);
-    }
-    if (!(Number.isFinite(seconds) && seconds >= 0)) {
-      throw new RangeError(`ban.seconds must be a non-negative number, got ${seconds}`);
-    }
-    const max = maxEntries ?? Infinity;
-    if (!(max === Infinity || (Number.isInteger(max) && max >= 1))) {
-      throw new RangeError(`maxEntries must be a positive integer, got ${max}`);
-    }
-    this.#banAfter = after;
-    this.#banMs = seconds * 1000;
-    this.#maxEntries = max;
+    checkConfiguration(ban, maxEntries);
+    this.#banAfter = ban.after;
+    this.#banMs = ban.seconds * 1000;
+    this.#maxEntries = maxEntries ?? Infinity;
     while (this.#entries.size > this.#maxEntries && this.#oldest !== undefined) this.#remove(this.#oldest);
   }
 
