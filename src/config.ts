@@ -95,7 +95,7 @@ class Reader {
     const perDay = this.limit(v.perDay, `${where}.perDay`);
     return perMinute !== undefined && perDay !== undefined ? { perMinute, perDay } : undefined;
   }
-  /** A rate (requests per minute or per day): bounded so the limiter's arithmetic is exact. */
+  /** A rate (requests per minute or per day): bounded so the limiter's arithmetic holds. */
   limit(v: unknown, where: string): number | undefined {
     if (typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= MAX_LIMIT) return v;
     this.problem(`${where} must be a positive integer no larger than ${MAX_LIMIT}, got ${JSON.stringify(v) ?? 'nothing'}`);

@@ -101,11 +101,13 @@ export interface LimiterState {
 export const LIMITER_STATE_VERSION = 1;
 
 /**
- * Largest perMinute or perDay a config (or a saved state) may give: capacity * windowMs stays
- * below 2^53 for the day bucket (10^8 * 86,400,000 < 9.007 * 10^15), so the token arithmetic
- * below is exact for every accepted plan.
+ * Largest perMinute or perDay a config (or a saved state) may give. The token arithmetic
+ * below is exact while capacity * windowMs < 2^53 (perDay up to about 10^8); beyond, a
+ * double's rounding is about capacity / 2^52 of a token per step, under 1/4000 of a token
+ * at 10^12 (the "unlimited" plans of the bench and the soak). Much further, taking a token
+ * could round to taking nothing, and the bucket would never refuse.
  */
-export const MAX_LIMIT = 100_000_000;
+export const MAX_LIMIT = 1_000_000_000_000;
 /** Longest ban a config (or a saved state) may give: one year. */
 export const MAX_BAN_SECONDS = 31_536_000;
 
