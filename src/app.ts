@@ -21,7 +21,7 @@ import { parseQuery } from './query.js';
 import { Router } from './router.js';
 import { PageCache, type HandlerContext, type Reply, type RouteSpec } from './routes.js';
 import type { PetStore } from './store.js';
-import { StoreUnavailableError } from './store.js';
+import { StoreInputError, StoreUnavailableError } from './store.js';
 import type { Clock, Logger } from './types.js';
 
 export interface AppDeps {
@@ -261,6 +261,9 @@ function fail(app: Instance, x: Exchange, err: unknown): void {
     error = new ApiError('service_unavailable', 'The store cannot write right now; nothing was added. Retry later.');
     x.headers['retry-after'] = '5';
     deps.logger.log('error', 'store unavailable', { reqId: x.reqId, err: err.message });
+  } else if (err instanceof StoreInputError) {
+    // The store refused input it cannot honour (seed ids): the client's request, not a fault.
+    error = new ApiError('invalid_request', err.message);
   } else {
     error = new ApiError('internal_error', `Internal error; the request changed nothing (request id ${x.reqId}).`);
     deps.logger.log('error', 'unexpected failure', { reqId: x.reqId, err: err instanceof Error ? (err.stack ?? err.message) : String(err) });

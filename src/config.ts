@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { MAX_BAN_SECONDS, MAX_LIMIT } from './limiter.js';
 import type { LogLevel } from './types.js';
 
 export interface Limits {
@@ -25,7 +26,8 @@ export interface Config {
   /** Absolute path, or undefined for an in-memory store. */
   readonly dataFile: string | undefined;
   readonly environments: Readonly<Record<'production' | 'staging', string>>;
-  readonly plans: Readonly<Record<string, Limits>>;
+  /** Plan name -> limits; a Map, so that only the plans the config names are found. */
+  readonly plans: ReadonlyMap<string, Limits>;
   readonly keys: ReadonlyMap<string, KeyEntry>;
   readonly ban: { readonly after: number; readonly seconds: number };
   readonly anonymous: Limits;
@@ -37,11 +39,11 @@ export interface Config {
   readonly logLevel: LogLevel | 'silent';
 }
 
-export const DEFAULT_PLANS: Readonly<Record<string, Limits>> = {
-  free: { perMinute: 60, perDay: 1000 },
-  pro: { perMinute: 300, perDay: 10000 },
-  business: { perMinute: 1000, perDay: 100000 },
-};
+export const DEFAULT_PLANS: ReadonlyMap<string, Limits> = new Map<string, Limits>([
+  ['free', Object.freeze({ perMinute: 60, perDay: 1000 })],
+  ['pro', Object.freeze({ perMinute: 300, perDay: 10000 })],
+  ['business', Object.freeze({ perMinute: 1000, perDay: 100000 })],
+]);
 
 const TOP_LEVEL = new Set([
   '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
@@ -89,9 +91,15 @@ class Reader {
       return undefined;
     }
     for (const k of Object.keys(v)) if (k !== 'perMinute' && k !== 'perDay') this.problem(`${where}.${k} is not a known field`);
-    const perMinute = this.positiveInt(v.perMinute, `${where}.perMinute`);
-    const perDay = this.positiveInt(v.perDay, `${where}.perDay`);
+    const perMinute = this.limit(v.perMinute, `${where}.perMinute`);
+    const perDay = this.limit(v.perDay, `${where}.perDay`);
     return perMinute !== undefined && perDay !== undefined ? { perMinute, perDay } : undefined;
+  }
+  /** A rate (requests per minute or per day): bounded so the limiter's arithmetic holds. */
+  limit(v: unknown, where: string): number | undefined {
+    if (typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= MAX_LIMIT) return v;
+    this.problem(`${where} must be a positive integer no larger than ${MAX_LIMIT}, got ${JSON.stringify(v) ?? 'nothing'}`);
+    return undefined;
   }
   string(v: unknown, where: string): string | undefined {
     if (typeof v === 'string' && v !== '') return v;
@@ -166,21 +174,23 @@ function readEnvironments(r: Reader, v: unknown): Config['environments'] {
   return Object.freeze(out);
 }
 
-function readPlans(r: Reader, v: unknown): Record<string, Limits> {
+function readPlans(r: Reader, v: unknown): ReadonlyMap<string, Limits> {
   if (v === undefined) return DEFAULT_PLANS;
   if (!isObject(v)) {
     r.problem('plans must be an object of plan name to {"perMinute", "perDay"}');
-    return {};
+    return new Map();
   }
-  const plans: Record<string, Limits> = Object.create(null) as Record<string, Limits>;
+  // A Map, not an object: a plan named "toString" or "__proto__" must be one the config
+  // defines, never something inherited from Object.prototype.
+  const plans = new Map<string, Limits>();
   for (const [name, limits] of Object.entries(v)) {
     const l = r.limits(limits, `plans.${name}`);
-    if (l) plans[name] = Object.freeze(l);
+    if (l) plans.set(name, Object.freeze(l));
   }
-  return Object.freeze(plans);
+  return plans;
 }
 
-function readKeys(r: Reader, v: unknown, plans: Record<string, Limits>): Map<string, KeyEntry> {
+function readKeys(r: Reader, v: unknown, plans: ReadonlyMap<string, Limits>): Map<string, KeyEntry> {
   const keys = new Map<string, KeyEntry>();
   if (v === undefined) return keys;
   if (!Array.isArray(v)) {
@@ -204,12 +214,13 @@ function readKeys(r: Reader, v: unknown, plans: Record<string, Limits>): Map<str
     }
     const plan = r.string(item.plan, `${where}.plan`);
     let limits: Limits | undefined;
+    const planLimits = plan === undefined ? undefined : plans.get(plan);
     if (item.limits !== undefined) limits = r.limits(item.limits, `${where}.limits`);
-    else if (plan !== undefined && plans[plan]) limits = plans[plan];
+    else if (planLimits !== undefined) limits = planLimits;
     else if (plan === 'enterprise') r.problem(`${where}: plan "enterprise" is custom, so the key needs its own "limits"`);
-    else if (plan !== undefined) r.problem(`${where}.plan "${plan}" is not a known plan (${[...Object.keys(plans), 'enterprise'].join(', ')})`);
-    if (plan !== undefined && item.limits !== undefined && plan !== 'enterprise' && !plans[plan]) {
-      r.problem(`${where}.plan "${plan}" is not a known plan (${[...Object.keys(plans), 'enterprise'].join(', ')})`);
+    else if (plan !== undefined) r.problem(`${where}.plan "${plan}" is not a known plan (${[...plans.keys(), 'enterprise'].join(', ')})`);
+    if (plan !== undefined && item.limits !== undefined && plan !== 'enterprise' && planLimits === undefined) {
+      r.problem(`${where}.plan "${plan}" is not a known plan (${[...plans.keys(), 'enterprise'].join(', ')})`);
     }
     if (digest === undefined || name === undefined || plan === undefined || limits === undefined || keys.has(digest)) return;
     keys.set(digest, Object.freeze({ digest, name, plan, limits }));
@@ -247,7 +258,10 @@ function readBan(r: Reader, v: unknown): Config['ban'] {
   }
   for (const k of Object.keys(v)) if (k !== 'after' && k !== 'seconds') r.problem(`ban.${k} is not a known field`);
   const after = r.positiveInt(v.after, 'ban.after') ?? 20;
-  const seconds = r.positiveInt(v.seconds, 'ban.seconds') ?? 300;
+  // 0 is the limiter's "no bans"; the bound keeps Retry-After a plain number of seconds.
+  let seconds = 300;
+  if (typeof v.seconds === 'number' && Number.isInteger(v.seconds) && v.seconds >= 0 && v.seconds <= MAX_BAN_SECONDS) seconds = v.seconds;
+  else r.problem(`ban.seconds must be an integer from 0 (no bans) to ${MAX_BAN_SECONDS}, got ${JSON.stringify(v.seconds) ?? 'nothing'}`);
   return Object.freeze({ after, seconds });
 }
 

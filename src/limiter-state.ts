@@ -5,7 +5,7 @@ import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from './types.js';
-import { LIMITER_STATE_VERSION } from './limiter.js';
+import { LIMITER_STATE_VERSION, MAX_BAN_SECONDS, MAX_LIMIT } from './limiter.js';
 import type { Limiter, LimiterState, LimiterStateEntry } from './limiter.js';
 
 /** Writes `state` to `file` atomically: temp file in the same directory, fsync, rename, fsync dir. */
@@ -54,28 +54,40 @@ export function parseLimiterState(value: unknown): LimiterState {
   if (value['version'] !== LIMITER_STATE_VERSION) {
     throw new Error(`version: expected ${LIMITER_STATE_VERSION}, got ${JSON.stringify(value['version'])}`);
   }
-  const savedAt = finite(value['savedAt'], 'savedAt');
+  const savedAt = bounded(value['savedAt'], 0, MAX_DATE_MS, 'savedAt');
   const raw = value['entries'];
   if (!Array.isArray(raw)) throw new Error('entries: expected an array');
   const entries = raw.map((item: unknown, i) => parseEntry(item, `entries[${i}]`));
   return { version: LIMITER_STATE_VERSION, savedAt, entries };
 }
 
+/** Largest time value a Date can hold (ECMA-262 21.4.1.22). */
+const MAX_DATE_MS = 8.64e15;
+/** Ids are key digests (64 hex characters); anything much longer was not written by us. */
+const MAX_ID_LENGTH = 256;
+
+/**
+ * The file can be edited by hand, so every number is held to what the service itself could
+ * have written, with the bounds the config has (a hand-edited banMs of 1e308 would otherwise
+ * become "Retry-After: 1e+305"): limits are integers 1..MAX_LIMIT, tokens lie between 0 and
+ * the capacity, strikes are whole, a ban is at most MAX_BAN_SECONDS.
+ */
 function parseEntry(item: unknown, at: string): LimiterStateEntry {
   if (!isRecord(item)) throw new Error(`${at}: expected an object`);
   const id = item['id'];
-  if (typeof id !== 'string') throw new Error(`${at}.id: expected a string`);
-  const perMinute = finite(item['perMinute'], `${at}.perMinute`);
-  const perDay = finite(item['perDay'], `${at}.perDay`);
-  if (perMinute <= 0 || perDay <= 0) throw new Error(`${at}: limits must be positive`);
+  if (typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH) {
+    throw new Error(`${at}.id: expected a non-empty string of at most ${MAX_ID_LENGTH} characters`);
+  }
+  const perMinute = integer(item['perMinute'], 1, MAX_LIMIT, `${at}.perMinute`);
+  const perDay = integer(item['perDay'], 1, MAX_LIMIT, `${at}.perDay`);
   return {
     id,
     perMinute,
     perDay,
-    minute: nonNegative(item['minute'], `${at}.minute`),
-    day: nonNegative(item['day'], `${at}.day`),
-    strikes: nonNegative(item['strikes'], `${at}.strikes`),
-    banMs: nonNegative(item['banMs'], `${at}.banMs`),
+    minute: bounded(item['minute'], 0, perMinute, `${at}.minute`),
+    day: bounded(item['day'], 0, perDay, `${at}.day`),
+    strikes: integer(item['strikes'], 0, Number.MAX_SAFE_INTEGER, `${at}.strikes`),
+    banMs: bounded(item['banMs'], 0, MAX_BAN_SECONDS * 1000, `${at}.banMs`),
   };
 }
 
@@ -187,9 +199,17 @@ function finite(v: unknown, at: string): number {
   return v;
 }
 
-function nonNegative(v: unknown, at: string): number {
+/** A finite number from min to max. */
+function bounded(v: unknown, min: number, max: number, at: string): number {
   const n = finite(v, at);
-  if (n < 0) throw new Error(`${at}: expected a number >= 0`);
+  if (n < min || n > max) throw new Error(`${at}: expected a number from ${min} to ${max}, got ${n}`);
+  return n;
+}
+
+/** An integer from min to max. */
+function integer(v: unknown, min: number, max: number, at: string): number {
+  const n = bounded(v, min, max, at);
+  if (!Number.isInteger(n)) throw new Error(`${at}: expected an integer, got ${n}`);
   return n;
 }
 

@@ -4,6 +4,10 @@
 // Header syntax: X-RateLimit-* (de facto convention, named by the spec) and the structured
 // fields `RateLimit-Policy` / `RateLimit` of draft-ietf-httpapi-ratelimit-headers (the list
 // form with named policies and the q/w and r/t parameters, introduced in -08 and kept since).
+// The meaning of `t` follows -11 (section 4.1.2, "effective window": the seconds within which
+// the client can use no more than the available quota `r`), which for a token bucket is the
+// same number as -10's "seconds until additional quota is made available": the time until the
+// next whole token. Section 6: Retry-After never points earlier than `t`.
 //
 // Bucket arithmetic uses clock.monotonic() only, so that a wall clock step neither fills nor
 // empties a bucket; clock.now() is read only to turn "time until full" into a Unix Reset.
@@ -96,6 +100,17 @@ export interface LimiterState {
 
 export const LIMITER_STATE_VERSION = 1;
 
+/**
+ * Largest perMinute or perDay a config (or a saved state) may give. The token arithmetic
+ * below is exact while capacity * windowMs < 2^53 (perDay up to about 10^8); beyond, a
+ * double's rounding is about capacity / 2^52 of a token per step, under 1/4000 of a token
+ * at 10^12 (the "unlimited" plans of the bench and the soak). Much further, taking a token
+ * could round to taking nothing, and the bucket would never refuse.
+ */
+export const MAX_LIMIT = 1_000_000_000_000;
+/** Longest ban a config (or a saved state) may give: one year. */
+export const MAX_BAN_SECONDS = 31_536_000;
+
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 
@@ -110,22 +125,43 @@ const DAY_MS = 86_400_000;
 // token when it would hold one within SLACK_MS; the gift is one microsecond of refill.
 const SLACK_MS = 0.001;
 
+/**
+ * The slack of one bucket: SLACK_MS, but never more than a thousandth of one token's refill.
+ * Unbounded, from about 6 * 10^7 per minute a microsecond refills a whole token, and the
+ * bucket would never refuse. (Only tiny plans need the slack: there Retry-After is about one
+ * token's refill; a token that refills in under a second is long back after a whole second.)
+ */
+function slackMs(windowMs: number, capacity: number): number {
+  const tokenMs = windowMs / capacity;
+  return tokenMs < 1 ? tokenMs * 0.001 : SLACK_MS;
+}
+
 /** Whole tokens in a bucket (see SLACK_MS). */
 function wholeTokens(units: number, windowMs: number, capacity: number): number {
-  // The slack grows with capacity; for very large plans it would otherwise show as more
-  // whole tokens than the bucket holds.
-  return Math.min(capacity, Math.floor((units + capacity * SLACK_MS) / windowMs));
+  // Clamped: the slack would otherwise show a full bucket as holding one token more.
+  return Math.min(capacity, Math.floor((units + capacity * slackMs(windowMs, capacity)) / windowMs));
 }
 
 /** ms until a bucket holding `units` has one whole token (0 if it has one). */
 function msUntilToken(units: number, windowMs: number, capacity: number): number {
-  const ms = (windowMs - units) / capacity - SLACK_MS;
+  const ms = (windowMs - units) / capacity - slackMs(windowMs, capacity);
   return ms > 0 ? ms : 0;
+}
+
+/**
+ * ms until a bucket holding `units` has one whole token more than now: the RateLimit `t`.
+ * For a full bucket that is one token's refill: spent at once, the first token comes back
+ * then. Always positive.
+ */
+function msUntilNextToken(units: number, windowMs: number, capacity: number): number {
+  const slack = slackMs(windowMs, capacity);
+  const whole = Math.floor((units + capacity * slack) / windowMs);
+  return ((whole + 1) * windowMs - units) / capacity - slack;
 }
 
 /** ms until a bucket holding `units` is full again (0 if it is). */
 function msUntilFull(units: number, windowMs: number, capacity: number): number {
-  const ms = windowMs - units / capacity - SLACK_MS;
+  const ms = windowMs - units / capacity - slackMs(windowMs, capacity);
   return ms > 0 ? ms : 0;
 }
 
@@ -176,6 +212,24 @@ function checkLimits(limits: Limits): void {
   }
 }
 
+/**
+ * Throws (RangeError) unless Limiter.configure() would accept these arguments, so that a
+ * config reload can check everything before it changes anything.
+ */
+export function checkConfiguration(ban: BanPolicy, maxEntries?: number): void {
+  const { after, seconds } = ban;
+  if (!(after >= 0 && (Number.isInteger(after) || after === Infinity))) {
+    throw new RangeError(`ban.after must be a non-negative integer, got ${after}`);
+  }
+  if (!(Number.isFinite(seconds) && seconds >= 0)) {
+    throw new RangeError(`ban.seconds must be a non-negative number, got ${seconds}`);
+  }
+  const max = maxEntries ?? Infinity;
+  if (!(max === Infinity || (Number.isInteger(max) && max >= 1))) {
+    throw new RangeError(`maxEntries must be a positive integer, got ${max}`);
+  }
+}
+
 /** Refills both buckets up to `mono` at the rates of `limits`, clamped to their capacities. */
 function refill(e: Entry, limits: Limits, mono: number): void {
   const elapsed = mono > e.at ? mono - e.at : 0;
@@ -214,20 +268,10 @@ export class Limiter {
    * their end; a smaller bound evicts the least recently used ids at once.
    */
   configure(ban: BanPolicy, maxEntries?: number): void {
-    const { after, seconds } = ban;
-    if (!(after >= 0 && (Number.isInteger(after) || after === Infinity))) {
-      throw new RangeError(`ban.after must be a non-negative integer, got ${after}`);
-    }
-    if (!(Number.isFinite(seconds) && seconds >= 0)) {
-      throw new RangeError(`ban.seconds must be a non-negative number, got ${seconds}`);
-    }
-    const max = maxEntries ?? Infinity;
-    if (!(max === Infinity || (Number.isInteger(max) && max >= 1))) {
-      throw new RangeError(`maxEntries must be a positive integer, got ${max}`);
-    }
-    this.#banAfter = after;
-    this.#banMs = seconds * 1000;
-    this.#maxEntries = max;
+    checkConfiguration(ban, maxEntries);
+    this.#banAfter = ban.after;
+    this.#banMs = ban.seconds * 1000;
+    this.#maxEntries = maxEntries ?? Infinity;
     while (this.#entries.size > this.#maxEntries && this.#oldest !== undefined) this.#remove(this.#oldest);
   }
 
@@ -244,7 +288,7 @@ export class Limiter {
 
     if (e.bannedUntil > mono) {
       // A ban is not extended by requests made during it, and charges nothing.
-      return this.#result('temporarily_banned', e, limits, strings, Math.ceil((e.bannedUntil - mono) / 1000));
+      return this.#banned(e, limits, strings, mono);
     }
     if (this.#msUntilAdmitted(e, limits) === 0) {
       // Never below 0 (SLACK_MS may admit a hair early), so snapshots stay well-formed.
@@ -270,11 +314,9 @@ export class Limiter {
       e.bannedUntil = 0;
     }
     refill(e, limits, mono);
-    if (e.bannedUntil > mono) {
-      return this.#result('temporarily_banned', e, limits, strings, Math.ceil((e.bannedUntil - mono) / 1000));
-    }
+    if (e.bannedUntil > mono) return this.#banned(e, limits, strings, mono);
     const wait = this.#msUntilAdmitted(e, limits);
-    return this.#result(wait === 0 ? 'ok' : 'rate_limited', e, limits, strings, Math.ceil(wait / 1000));
+    return this.#result(wait === 0 ? 'ok' : 'rate_limited', e, limits, strings, wait);
   }
 
   /** Drops the state of every id not in `ids` (e.g. keys revoked by a config reload). */
@@ -399,9 +441,20 @@ export class Limiter {
     if (e.strikes > this.#banAfter + 1 && this.#banMs > 0) {
       e.strikes = 0; // "when the ban ends, the counter is 0"
       e.bannedUntil = mono + this.#banMs;
-      return this.#result('temporarily_banned', e, limits, strings, Math.ceil(this.#banMs / 1000));
+      return this.#banned(e, limits, strings, mono);
     }
-    return this.#result('rate_limited', e, limits, strings, Math.ceil(this.#msUntilAdmitted(e, limits) / 1000));
+    return this.#result('rate_limited', e, limits, strings, this.#msUntilAdmitted(e, limits));
+  }
+
+  /**
+   * The answer during a ban. Its Retry-After covers the refill too: a ban shorter than one
+   * token's refill would otherwise send a client that waited it into another 429. Nothing is
+   * charged during a ban, so the bucket refills as usual meanwhile.
+   */
+  #banned(e: Entry, limits: Limits, strings: PolicyStrings, mono: number): LimitResult {
+    const banLeft = e.bannedUntil - mono;
+    const refillLeft = this.#msUntilAdmitted(e, limits);
+    return this.#result('temporarily_banned', e, limits, strings, banLeft > refillLeft ? banLeft : refillLeft);
   }
 
   /** ms until every bucket holds a whole token, i.e. until a request would be admitted. */
@@ -415,28 +468,40 @@ export class Limiter {
   /**
    * Builds the response headers for the binding bucket: the one with fewer whole tokens
    * left, the minute bucket on a tie. On any refusal Remaining is 0 (the client may not send).
+   * `waitMs` is the time until a request would be admitted (0 when ok): Retry-After.
    */
-  #result(outcome: LimitOutcome, e: Entry, limits: Limits, strings: PolicyStrings, retryAfter: number): LimitResult {
+  #result(outcome: LimitOutcome, e: Entry, limits: Limits, strings: PolicyStrings, waitMs: number): LimitResult {
     const minuteWhole = wholeTokens(e.minute, MINUTE_MS, limits.perMinute);
     const dayWhole = wholeTokens(e.day, DAY_MS, limits.perDay);
     const minuteBinds = minuteWhole <= dayWhole;
     const remaining = outcome === 'ok' ? (minuteBinds ? minuteWhole : dayWhole) : 0;
-    const msToFull = minuteBinds
+    let msToFull = minuteBinds
       ? msUntilFull(e.minute, MINUTE_MS, limits.perMinute)
       : msUntilFull(e.day, DAY_MS, limits.perDay);
+    let msToNext = minuteBinds
+      ? msUntilNextToken(e.minute, MINUTE_MS, limits.perMinute)
+      : msUntilNextToken(e.day, DAY_MS, limits.perDay);
+    if (outcome === 'temporarily_banned') {
+      // Nothing is available until the ban (and the refill) is over: t and Retry-After agree,
+      // and Reset is not before the ban's end.
+      msToNext = waitMs;
+      if (waitMs > msToFull) msToFull = waitMs;
+    }
     const resetAt = Math.ceil((this.#clock.now() + msToFull) / 1000);
-    const secondsToFull = Math.ceil(msToFull / 1000);
     const remainingStr = String(remaining);
     return new Result(
       outcome,
-      retryAfter,
+      Math.ceil(waitMs / 1000),
       minuteBinds ? strings.minuteLimit : strings.dayLimit,
       remainingStr,
       String(resetAt),
       strings.policy,
-      // draft-ietf-httpapi-ratelimit-headers: RateLimit is a List of the policies in effect,
-      // each a String item naming the policy with r (remaining) and t (seconds to reset).
-      (minuteBinds ? '"minute";r=' : '"day";r=') + remainingStr + ';t=' + secondsToFull,
+      // draft-ietf-httpapi-ratelimit-headers-11: RateLimit is a List of service limit items,
+      // each a String naming the policy with r (available quota) and t (section 4.1.2: the
+      // seconds within which no more than r can be used, here until the next whole token).
+      // On a refusal the binding bucket is one without a whole token, so Retry-After (the
+      // wait for every bucket) is never earlier than t (section 6).
+      (minuteBinds ? '"minute";r=' : '"day";r=') + remainingStr + ';t=' + Math.ceil(msToNext / 1000),
     );
   }
 

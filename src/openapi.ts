@@ -198,7 +198,7 @@ const HEADER_DOCS: Record<string, [string, Json]> = {
   'X-RateLimit-Remaining': ['Requests left in that bucket.', { type: 'integer' }],
   'X-RateLimit-Reset': ['Unix time (seconds, rounded up) at which that bucket is full again.', { type: 'integer' }],
   'RateLimit-Policy': ['IETF draft policy field, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`.', { type: 'string' }],
-  RateLimit: ['IETF draft field for the binding bucket, e.g. `"minute";r=42;t=18`.', { type: 'string' }],
+  RateLimit: ['IETF draft field (draft-ietf-httpapi-ratelimit-headers-11) for the binding bucket: r remaining, t seconds until its next whole token, e.g. `"minute";r=42;t=1`.', { type: 'string' }],
   'Retry-After': ['Seconds to wait before retrying.', { type: 'integer' }],
   Allow: ['The methods the path answers (RFC 9110 10.2.1).', { type: 'string' }],
   'WWW-Authenticate': ['The bearer challenge (RFC 6750).', { type: 'string' }],

@@ -7,7 +7,7 @@ import { createApp } from './app.js';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfigFile, parseConfig, type Config } from './config.js';
 import { errorBody } from './errors.js';
-import { Limiter } from './limiter.js';
+import { Limiter, checkConfiguration } from './limiter.js';
 import { loadLimiterState, startLimiterPersistence, type LimiterPersistence } from './limiter-state.js';
 import { functionLogger, jsonLogger, silentLogger } from './log.js';
 import { ROUTES, openApiRoute } from './routes.js';
@@ -132,6 +132,25 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const listening = server;
   let closing: Promise<void> | undefined;
+  // Reloads run one at a time, each reading the file only after the one before is applied:
+  // two quick SIGHUPs must leave the file read last in force, never the older one (whose
+  // read may finish later). A refused reload does not stop the ones queued after it.
+  let reloads: Promise<void> = Promise.resolve();
+
+  /** Reads and checks everything first; then swaps in one step that cannot throw. */
+  const reload = async (source: string | Record<string, unknown> | undefined): Promise<void> => {
+    const next = await resolveConfig(source ?? options.config);
+    checkConfiguration(next.ban);
+    checkConfiguration(next.ban, next.anonymousTableSize);
+    const kept = new Set(next.keys.keys());
+    const ignored = restartOnlyChanges(config, next);
+    config = next;
+    // Keys that still exist keep their buckets and bans; revoked keys are forgotten.
+    keyLimiter.retain(kept);
+    keyLimiter.configure(next.ban);
+    addressLimiter.configure(next.ban, next.anonymousTableSize);
+    if (ignored.length > 0) logger.log('warn', 'config reloaded; changes to these fields take effect only after a restart', { fields: ignored });
+  };
 
   return {
     url: `http://${host}:${address.port}/v1`,
@@ -155,15 +174,10 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
       const stored = await store.seed(pets);
       return stored.map((s) => ({ ...s.pet }));
     },
-    async reload(source) {
-      const next = await resolveConfig(source ?? options.config);
-      const ignored = restartOnlyChanges(config, next);
-      config = next;
-      // Keys that still exist keep their buckets and bans; revoked keys are forgotten.
-      keyLimiter.retain(new Set(next.keys.keys()));
-      keyLimiter.configure(next.ban);
-      addressLimiter.configure(next.ban, next.anonymousTableSize);
-      if (ignored.length > 0) logger.log('warn', 'config reloaded; changes to these fields take effect only after a restart', { fields: ignored });
+    reload(source) {
+      const done = reloads.then(() => reload(source));
+      reloads = done.catch(() => undefined);
+      return done;
     },
   };
 }

@@ -15,9 +15,9 @@ function problems(raw: unknown): string[] {
 
 test('defaults: spec plans, ban, anonymous budget, 64 KiB bodies', () => {
   const c = parseConfig({}, 'x', '/srv');
-  assert.deepEqual(c.plans.free, { perMinute: 60, perDay: 1000 });
-  assert.deepEqual(c.plans.pro, { perMinute: 300, perDay: 10000 });
-  assert.deepEqual(c.plans.business, { perMinute: 1000, perDay: 100000 });
+  assert.deepEqual(c.plans.get('free'), { perMinute: 60, perDay: 1000 });
+  assert.deepEqual(c.plans.get('pro'), { perMinute: 300, perDay: 10000 });
+  assert.deepEqual(c.plans.get('business'), { perMinute: 1000, perDay: 100000 });
   assert.deepEqual(c.ban, { after: 20, seconds: 300 });
   assert.deepEqual(c.anonymous, { perMinute: 30, perDay: 500 });
   assert.equal(c.maxBodyBytes, 65536);

@@ -136,7 +136,7 @@ describe('saveLimiterState / loadLimiterState', () => {
     [
       'zero limits',
       '{"version":1,"savedAt":0,"entries":[{"id":"k","perMinute":0,"perDay":1000,"minute":1,"day":0,"strikes":0,"banMs":0}]}',
-      /limits must be positive/,
+      /entries\[0\]\.perMinute/,
     ],
   ];
   for (const [name, text, detail] of corrupt) {

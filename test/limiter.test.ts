@@ -72,7 +72,8 @@ describe('capacity per plan', () => {
     assert.equal(header(last, 'X-RateLimit-Limit'), '20');
     const refused = limiter.take('k', limits);
     assert.equal(refused.outcome, 'rate_limited');
-    assert.equal(header(refused, 'RateLimit'), '"day";r=0;t=86400');
+    // t: the next day token, 86400 / 20 s away (draft -11 section 4.1.2).
+    assert.equal(header(refused, 'RateLimit'), '"day";r=0;t=4320');
   });
 
   it('a fresh id starts full and ids do not share buckets', () => {
@@ -223,12 +224,12 @@ describe('Reset and Retry-After round up', () => {
     });
   }
 
-  it('RateLimit t is the whole seconds, rounded up, until the bucket is full', () => {
+  it('RateLimit t is the whole seconds, rounded up, until the next whole token', () => {
     const { clock, limiter } = setup();
     admit(limiter, 'k', FREE, 60);
-    clock.advance(400); // 0.4 tokens: 59.6 s to full
+    clock.advance(400); // 0.4 tokens: 0.6 s to the next one, 59.6 s to full
     const r = limiter.take('k', FREE);
-    assert.equal(header(r, 'RateLimit'), '"minute";r=0;t=60');
+    assert.equal(header(r, 'RateLimit'), '"minute";r=0;t=1');
     assert.equal(header(r, 'X-RateLimit-Reset'), String(START_S + 60)); // at +60.0 s exactly
   });
 
@@ -496,7 +497,8 @@ describe('peek', () => {
     assert.equal(p.outcome, 'ok');
     assert.equal(limiter.size, 0, 'peeking an unknown id stores nothing');
     assert.equal(header(p, 'X-RateLimit-Remaining'), '60');
-    assert.equal(header(p, 'RateLimit'), '"minute";r=60;t=0');
+    // Full: spent at once, the first token is back after one token's refill (1 s).
+    assert.equal(header(p, 'RateLimit'), '"minute";r=60;t=1');
     admit(limiter, 'k', FREE, 60);
     for (let i = 0; i < 5; i++) {
       const q = limiter.peek('k', FREE);
