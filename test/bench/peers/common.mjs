@@ -196,13 +196,17 @@ function rateHeaders(limit, { retryAfter } = {}) {
   const remaining = retryAfter === undefined ? Math.floor(bucket.tokens) : 0;
   const secondsToFull = Math.ceil(bucket.msUntil(bucket.capacity) / 1000);
   const reset = Math.ceil(Date.now() / 1000) + secondsToFull;
+  // draft-ietf-httpapi-ratelimit-headers-11: t is the time until more quota is available,
+  // for a token bucket the next whole token (and never later than Retry-After on a 429).
+  const nextToken = Math.ceil(bucket.msUntil(Math.floor(bucket.tokens) + 1) / 1000);
+  const t = retryAfter === undefined ? Math.max(1, nextToken) : retryAfter;
   const { minute, day } = limit;
   const headers = {
     'X-RateLimit-Limit': String(bucket.capacity),
     'X-RateLimit-Remaining': String(remaining),
     'X-RateLimit-Reset': String(reset),
     'RateLimit-Policy': `"minute";q=${minute.capacity};w=60, "day";q=${day.capacity};w=86400`,
-    RateLimit: `"${bucket.name}";r=${remaining};t=${secondsToFull}`,
+    RateLimit: `"${bucket.name}";r=${remaining};t=${t}`,
   };
   if (retryAfter !== undefined) headers['Retry-After'] = String(retryAfter);
   return headers;
