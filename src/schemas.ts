@@ -22,7 +22,7 @@ export const newPetSchema = {
   description: 'An animal to add. Any `id` sent is ignored: the service assigns it.',
   required: ['name', 'categoryId'],
   properties: {
-    name: { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH, description: "The animal's name." },
+    name: { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH, description: "The animal's name: not blank, no control characters (U+0000-U+001F, U+007F), no lone surrogates." },
     categoryId: { type: 'integer', format: 'int64', description: 'Identifier of the category the animal belongs to.' },
     status: petStatusSchema,
   },
@@ -68,12 +68,30 @@ export const petIdSchema = {
   description: 'Identifier of the animal to retrieve.',
 } as const satisfies Schema;
 
+// C0 controls and DEL: they break logs, terminals and CSV exports downstream, and no name needs them.
+const CONTROL_CHARACTER = /[\u0000-\u001F\u007F]/;
+// In a u-mode pattern a well-formed pair is one code point, so only lone surrogates are Cs.
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * What is wrong with a stored text, or undefined. JSON escapes let a client send a lone
+ * surrogate ("\ud800"), which is not Unicode: echoed back, strict UTF-8 decoders and JSON
+ * parsers of other languages reject the whole response.
+ */
+function textProblem(text: string): string | undefined {
+  if (CONTROL_CHARACTER.test(text)) return 'must not contain control characters (U+0000-U+001F, U+007F)';
+  if (LONE_SURROGATE.test(text)) return 'must be valid Unicode (it has a lone surrogate)';
+  return undefined;
+}
+
 /** A NewPet from a parsed JSON body; copies only the known fields into a fresh object. */
 export function parseNewPet(body: unknown): NewPet {
   const problems = check(newPetSchema, body);
   if (problems.length > 0) throw new ApiError('invalid_request', `Invalid pet: ${formatProblems(problems)}.`);
   const record = body as { name: string; categoryId: number; status?: PetStatus };
   if (record.name.trim() === '') throw new ApiError('invalid_request', 'Invalid pet: name must not be blank.');
+  const nameProblem = textProblem(record.name);
+  if (nameProblem !== undefined) throw new ApiError('invalid_request', `Invalid pet: name ${nameProblem}.`);
   const pet: NewPet = { name: record.name, categoryId: record.categoryId };
   if (record.status !== undefined) pet.status = record.status;
   return pet;
@@ -110,7 +128,8 @@ export function parseListQuery(query: Query): ListQuery | ApiError {
 /** The `limit` query parameter: a plain decimal integer 1..100. */
 export function parseLimit(raw: string | undefined): number | ApiError {
   if (raw === undefined) return LIMIT_DEFAULT;
-  if (!/^[0-9]{1,3}$/.test(raw)) {
+  // Leading zeros are allowed ("0020" is 20), as the README says; at most three digits after them.
+  if (!/^0*[0-9]{1,3}$/.test(raw)) {
     return new ApiError('invalid_request', `Query parameter limit must be an integer from 1 to ${LIMIT_MAX}, got "${clip(raw)}".`);
   }
   const n = Number(raw);
