@@ -16,6 +16,7 @@ import { authenticate, challenge } from './auth.js';
 import { BodyTooLarge } from './body.js';
 import type { Config } from './config.js';
 import { ApiError, type ErrorCode } from './errors.js';
+import { forwardedAddress } from './forwarded.js';
 import type { Limiter, LimitResult } from './limiter.js';
 import { parseQuery } from './query.js';
 import { Router } from './router.js';
@@ -388,15 +389,14 @@ function base(app: Instance, req: IncomingMessage): string {
 
 /**
  * The address a keyless request is limited by: the socket's peer, or with trustProxy the
- * last X-Forwarded-For hop (the one our own proxy appended). IPv6 clients own whole /64s,
- * so they are limited per /64.
+ * last X-Forwarded-For hop (the one our own proxy appended) when it is an IP address (see
+ * forwarded.ts). IPv6 clients own whole /64s, so they are limited per /64.
  */
 function clientAddress(req: IncomingMessage, config: Config): string {
   let addr = req.socket.remoteAddress ?? 'unknown';
   if (config.trustProxy) {
-    const fwd = req.headers['x-forwarded-for'];
-    const last = typeof fwd === 'string' ? fwd.split(',').pop()?.trim() : undefined;
-    if (last) addr = last;
+    const forwarded = forwardedAddress(req.headers['x-forwarded-for']);
+    if (forwarded !== undefined) addr = forwarded;
   }
   if (addr.startsWith('::ffff:')) addr = addr.slice(7);
   if (addr.includes(':')) return `ip6:${ipv6Prefix64(addr)}`;
