@@ -66,9 +66,10 @@ interface Exchange {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-// The two 401 answers never vary: built once (they are the answer to every key-guessing flood).
+// The 401 answers never vary: built once (they are the answer to every key-guessing flood).
 const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send "Authorization: Bearer <key>".');
 const INVALID_KEY = new ApiError('unauthorized', 'The API key is not valid.');
+const OTHER_SCHEME = new ApiError('unauthorized', 'Only API keys are accepted: send "Authorization: Bearer <key>".');
 // A client-sent request id is echoed only when it is short and plain, so logs stay clean.
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const SANE_HOST = /^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$/;
@@ -156,7 +157,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
         // guessed at speed; the 401 carries that budget's headers.
         chargeAddress(deps, x, config);
         x.headers['www-authenticate'] = challenge(auth);
-        throw auth.kind === 'missing' ? MISSING_KEY : INVALID_KEY;
+        throw auth.kind === 'missing' ? MISSING_KEY : auth.kind === 'invalid' ? INVALID_KEY : OTHER_SCHEME;
       }
     }
 
