@@ -1,21 +1,25 @@
 // The HTTP layer: one request lifecycle, and one function (`send`) that every response,
 // errors included, passes through. The phases, in order, and the statuses they answer:
-//   0. Host header (RFC 9112 3.2)       400 invalid_request: missing or repeated in HTTP/1.1
-//   1. /healthz                         200 (no key, no limit)
+//   0. version, Host (RFC 9112)         400 invalid_request: HTTP/2.0 or 0.9 request line;
+//                                       Host missing or repeated in HTTP/1.1
+//      (an absolute-form target, http://host/path, is reduced to its path first)
+//   1. /healthz                         200 (no key, no limit); 405 for methods but GET, HEAD
 //   2. route match (kept for phase 5)   -- deprecated routes get their headers from here on
 //   3. authentication                   key, or the per-address budget of keyless requests
 //   4. rate limit                       429 rate_limited / temporarily_banned
 //      (CORS preflights are answered between 2 and 3, 204, before authentication)
 //   5. 401 / 417 / 404 / 405            unauthorized, expectation_failed, not_found,
 //                                       method_not_allowed (+ Allow)
-//   6. handler                          400, 413, 415 -> 200, 201, 404, 501, 503
+//   6. handler                          400, 413, 415, 501 -> 200, 201, 404, 501, 503
+//      (100 Continue goes out only here, once a body is wanted: see readJsonBody)
 // Requests node:http cannot parse, and CONNECT, are answered in server.ts (400/408/431/405).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { authenticate, challenge } from './auth.js';
-import { BodyTooLarge } from './body.js';
+import { BodyTooLarge, sendContinue } from './body.js';
 import type { Config } from './config.js';
 import { ApiError, type ErrorCode } from './errors.js';
+import { forwardedAddress } from './forwarded.js';
 import type { Limiter, LimitResult } from './limiter.js';
 import { parseQuery } from './query.js';
 import { Router } from './router.js';
@@ -65,9 +69,10 @@ interface Exchange {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-// The two 401 answers never vary: built once (they are the answer to every key-guessing flood).
+// The 401 answers never vary: built once (they are the answer to every key-guessing flood).
 const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send "Authorization: Bearer <key>".');
 const INVALID_KEY = new ApiError('unauthorized', 'The API key is not valid.');
+const OTHER_SCHEME = new ApiError('unauthorized', 'Only API keys are accepted: send "Authorization: Bearer <key>".');
 // A client-sent request id is echoed only when it is short and plain, so logs stay clean.
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const SANE_HOST = /^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$/;
@@ -112,16 +117,23 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
   // 401) would stay interpreted.
   try {
     const { deps, router } = app;
-    const url = x.req.url ?? '/';
+    let url = x.req.url ?? '/';
+    // RFC 9112 section 3.2.2: a server must accept the absolute-form (http://host/v1/pets) too.
+    if (url.charCodeAt(0) !== SLASH) url = originForm(url);
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     const method = x.req.method ?? 'GET';
 
     // Phase 0, malformed HTTP that node's parser lets through (see answerClientError in server.ts).
+    if (x.req.httpVersionMajor !== 1) throw unsupportedVersion(x);
     const hostProblem = checkHost(x.req);
     if (hostProblem !== undefined) throw new ApiError('invalid_request', hostProblem);
 
     if (path === '/healthz') {
+      if (method !== 'GET' && method !== 'HEAD') {
+        x.headers.allow = 'GET, HEAD';
+        throw new ApiError('method_not_allowed', `Method ${clip(method)} is not allowed on /healthz; allowed: GET, HEAD.`);
+      }
       send(app, x, 200, '{"status":"ok"}');
       return undefined;
     }
@@ -155,7 +167,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
         // guessed at speed; the 401 carries that budget's headers.
         chargeAddress(deps, x, config);
         x.headers['www-authenticate'] = challenge(auth);
-        throw auth.kind === 'missing' ? MISSING_KEY : INVALID_KEY;
+        throw auth.kind === 'missing' ? MISSING_KEY : auth.kind === 'invalid' ? INVALID_KEY : OTHER_SCHEME;
       }
     }
 
@@ -171,6 +183,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
     }
     const ctx: HandlerContext = {
       req: x.req,
+      res: x.res,
       params: match.params,
       query: parseQuery(q === -1 ? '' : url.slice(q + 1)),
       store: deps.store,
@@ -269,6 +282,14 @@ function fail(app: Instance, x: Exchange, err: unknown): void {
     deps.logger.log('error', 'unexpected failure', { reqId: x.reqId, err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   }
   if (error.headers) Object.assign(x.headers, error.headers);
+  if (x.req.headers.expect !== undefined && !x.req.readableDidRead) {
+    // Decided once the bytes already received are parsed: see answerAwaitingContinue.
+    if (awaitsContinue(x.req)) {
+      setImmediate(answerAwaitingContinue, app, x, error);
+      return;
+    }
+    sendContinue(x.req, x.res);
+  }
   const body = error.body;
   // A 413 while the upload is still arriving waits for the rest of it (discarded, bounded),
   // unless the announced length is beyond what would be drained anyway.
@@ -357,6 +378,51 @@ function isHost(name: string): boolean {
   return name.length === 4 && (name === 'Host' || name === 'host' || name.toLowerCase() === 'host');
 }
 
+/** A request that asked for 100 Continue, and neither was sent one nor has sent any body. */
+function awaitsContinue(req: IncomingMessage): boolean {
+  return req.headers.expect !== undefined && !req.complete && !req.readableDidRead && req.readableLength === 0;
+}
+
+/**
+ * RFC 9110 section 10.1.1. A client that waits for a 100 Continue before sending its body
+ * gets this final answer instead, at once (not after waiting for a body that will not come),
+ * and node:http closes the connection after it, since the client may or may not send that
+ * body later. A client that sent its body without waiting (parsed by now, with any request
+ * pipelined behind it) is sent the 100 after all, which keeps its connection and the
+ * requests behind it answered, and is then answered like any other request.
+ */
+function answerAwaitingContinue(app: Instance, x: Exchange, error: ApiError): void {
+  if (awaitsContinue(x.req)) send(app, x, error.status, error.body);
+  else fail(app, x, error);
+}
+
+/**
+ * llhttp accepts the versions 0.9, 1.0, 1.1 and 2.0 in a request line and node:http would serve
+ * them all as HTTP/1.1. HTTP/2 is never named in a request line (RFC 9113 section 3: it
+ * starts with a preface, after ALPN or prior knowledge), and an HTTP/0.9 request has no version:
+ * both are malformed HTTP/1.x. The connection closes: its framing cannot be trusted.
+ */
+function unsupportedVersion(x: Exchange): ApiError {
+  x.headers.connection = 'close';
+  return new ApiError('invalid_request', `HTTP/${x.req.httpVersion} is not supported: this server speaks HTTP/1.1 and HTTP/1.0.`);
+}
+
+const SLASH = 47;
+const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
+
+/**
+ * The origin-form (path and query) of a request target in absolute-form, which node:http
+ * passes on as it is; any other target is returned unchanged (and matches no route). The
+ * base URL of links still comes from Host, which a client must send identical to the
+ * target's authority (RFC 9112 section 3.2).
+ */
+function originForm(target: string): string {
+  const authority = ABSOLUTE_FORM.exec(target);
+  if (authority === null) return target;
+  const rest = target.slice(authority[0].length);
+  return rest === '' || rest.charCodeAt(0) !== SLASH ? `/${rest}` : rest;
+}
+
 function requestId(req: IncomingMessage, next: () => string): string {
   const given = req.headers['x-request-id'];
   return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : next();
@@ -391,15 +457,14 @@ function base(app: Instance, req: IncomingMessage): string {
 
 /**
  * The address a keyless request is limited by: the socket's peer, or with trustProxy the
- * last X-Forwarded-For hop (the one our own proxy appended). IPv6 clients own whole /64s,
- * so they are limited per /64.
+ * last X-Forwarded-For hop (the one our own proxy appended) when it is an IP address (see
+ * forwarded.ts). IPv6 clients own whole /64s, so they are limited per /64.
  */
 function clientAddress(req: IncomingMessage, config: Config): string {
   let addr = req.socket.remoteAddress ?? 'unknown';
   if (config.trustProxy) {
-    const fwd = req.headers['x-forwarded-for'];
-    const last = typeof fwd === 'string' ? fwd.split(',').pop()?.trim() : undefined;
-    if (last) addr = last;
+    const forwarded = forwardedAddress(req.headers['x-forwarded-for']);
+    if (forwarded !== undefined) addr = forwarded;
   }
   if (addr.startsWith('::ffff:')) addr = addr.slice(7);
   if (addr.includes(':')) return `ip6:${ipv6Prefix64(addr)}`;

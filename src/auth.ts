@@ -7,16 +7,19 @@ import type { KeyEntry } from './config.js';
 export type AuthResult =
   | { readonly kind: 'key'; readonly entry: KeyEntry }
   | { readonly kind: 'missing' }
+  /** Another scheme (Basic, ...): RFC 6750 section 3 gives it the challenge without an error code. */
+  | { readonly kind: 'other_scheme' }
   | { readonly kind: 'invalid' };
 
 const MISSING: AuthResult = { kind: 'missing' };
 const INVALID: AuthResult = { kind: 'invalid' };
+const OTHER_SCHEME: AuthResult = { kind: 'other_scheme' };
 
 export function authenticate(header: string | undefined, keys: ReadonlyMap<string, KeyEntry>): AuthResult {
   if (header === undefined || header === '') return MISSING;
   const space = header.indexOf(' ');
   // The scheme name is case-insensitive (RFC 9110 section 11.1).
-  if (space !== 6 || header.slice(0, 6).toLowerCase() !== 'bearer') return INVALID;
+  if (space !== 6 || header.slice(0, 6).toLowerCase() !== 'bearer') return isBearerAlone(header) ? INVALID : OTHER_SCHEME;
   const token = header.slice(7).trim();
   if (token === '') return INVALID;
   // Only digests are compared (by the Map): the time taken says nothing about how much of
@@ -25,7 +28,16 @@ export function authenticate(header: string | undefined, keys: ReadonlyMap<strin
   return entry === undefined ? INVALID : { kind: 'key', entry };
 }
 
-/** The WWW-Authenticate challenge of a 401 (RFC 6750 section 3). */
+/** "Bearer" with no token at all: the bearer scheme, with a key that is not valid. */
+function isBearerAlone(header: string): boolean {
+  return header.length === 6 && header.toLowerCase() === 'bearer';
+}
+
+/**
+ * The WWW-Authenticate challenge of a 401 (RFC 6750 section 3): error="invalid_token" only
+ * when a bearer token was sent; a request without one, or with another scheme, "lacks any
+ * authentication information" for this scheme and gets no error code.
+ */
 export function challenge(result: AuthResult): string {
   return result.kind === 'invalid'
     ? 'Bearer realm="petstore", error="invalid_token", error_description="The API key is not valid."'

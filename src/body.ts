@@ -1,6 +1,6 @@
 // Reading a JSON request body with a hard size bound. The bound is enforced from
 // Content-Length before reading anything, and again while streaming (chunked uploads).
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from './errors.js';
 
 /** Thrown for 413: the caller must answer, then drain or close (see drainOrClose). */
@@ -19,10 +19,25 @@ export function isJsonContentType(value: string | undefined): boolean {
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-export async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
+const CHUNKED = /^[ \t]*chunked[ \t]*$/i;
+
+/**
+ * Reads and parses the body. With `res`, a client that sent "Expect: 100-continue" is told to
+ * go on (100 Continue) once the request has passed every check that does not need the body,
+ * so that a 413 or 415 (or a 401 or 404 before this) is its answer instead, and the body is
+ * never sent (RFC 9110 section 10.1.1). The server hands such requests over without a 100
+ * (it listens to checkContinue).
+ */
+export async function readJsonBody(req: IncomingMessage, maxBytes: number, res?: ServerResponse): Promise<unknown> {
   const type = req.headers['content-type'];
   const length = req.headers['content-length'];
-  const chunked = req.headers['transfer-encoding'] !== undefined;
+  const coding = req.headers['transfer-encoding'];
+  const chunked = coding !== undefined;
+  // RFC 9112 section 6.1: a transfer coding the server does not understand is a 501. node:http
+  // removes the chunked framing but passes any coding applied before it (gzip, chunked) on as is.
+  if (chunked && !CHUNKED.test(coding)) {
+    throw new ApiError('not_implemented', `Transfer-Encoding "${coding.slice(0, 60)}" is not supported; only chunked is.`);
+  }
   if (type === undefined && !chunked && (length === undefined || length === '0')) {
     throw new ApiError('invalid_request', 'A request body (a JSON object) is required.');
   }
@@ -30,6 +45,7 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
     throw new ApiError('unsupported_media_type', `Content-Type must be application/json, got ${type === undefined ? 'none' : `"${type.slice(0, 60)}"`}.`);
   }
   if (length !== undefined && Number(length) > maxBytes) throw new BodyTooLarge(maxBytes);
+  if (res !== undefined && req.headers.expect !== undefined && !req.complete) sendContinue(req, res);
 
   const body = await collect(req, maxBytes);
   if (body.length === 0) throw new ApiError('invalid_request', 'A request body (a JSON object) is required.');
@@ -45,6 +61,14 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
     const detail = err instanceof SyntaxError ? err.message : 'too deeply nested';
     throw new ApiError('invalid_request', `The request body is not valid JSON: ${detail.slice(0, 120)}`);
   }
+}
+
+// The test node:http applies before it emits checkContinue (lib/_http_server.js).
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
+
+/** 100 Continue, to an HTTP/1.1 request that asked for it (HTTP/1.0 ignores Expect). */
+export function sendContinue(req: IncomingMessage, res: ServerResponse): void {
+  if (req.httpVersionMinor >= 1 && CONTINUE.test(req.headers.expect ?? '')) res.writeContinue();
 }
 
 /**

@@ -1,6 +1,6 @@
 // The route table: each operation as data (path, method, parameters, responses) plus its
 // handler. The app dispatches from it and the OpenAPI document is generated from it.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from './errors.js';
 import { readJsonBody } from './body.js';
 import type { Query } from './query.js';
@@ -23,6 +23,8 @@ export interface Reply {
 
 export interface HandlerContext {
   readonly req: IncomingMessage;
+  /** For the 100 Continue of a request that will be read (see readJsonBody). */
+  readonly res: ServerResponse;
   readonly params: Readonly<Record<string, string>>;
   readonly query: Query;
   readonly store: PetStore;
@@ -174,8 +176,8 @@ const createPet: RouteSpec = {
     415: { description: 'The body is not application/json.', schema: 'Error' },
     503: { description: 'The store cannot write right now; nothing was added.', schema: 'Error' },
   },
-  async handler({ req, store, maxBodyBytes, base }) {
-    const pet = parseNewPet(await readJsonBody(req, maxBodyBytes));
+  async handler({ req, res, store, maxBodyBytes, base }) {
+    const pet = parseNewPet(await readJsonBody(req, maxBodyBytes, res));
     const stored = await store.create(pet);
     return { status: 201, body: stored.json, headers: { location: `${base}/pets/${stored.pet.id}` } };
   },

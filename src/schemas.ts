@@ -23,7 +23,7 @@ export const newPetSchema = {
   description: 'An animal to add. Any `id` sent is ignored: the service assigns it.',
   required: ['name', 'categoryId'],
   properties: {
-    name: { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH, description: "The animal's name; not blank.", examples: ['Rex'] },
+    name: { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH, description: "The animal's name: not blank, no control characters (U+0000-U+001F, U+007F), no lone surrogates.", examples: ['Rex'] },
     categoryId: { type: 'integer', format: 'int64', description: 'Identifier of the category the animal belongs to.', examples: [3] },
     status: petStatusSchema,
   },
@@ -73,13 +73,29 @@ export const petIdSchema = {
   examples: [42],
 } as const satisfies Schema;
 
+// C0 controls and DEL: they break logs, terminals and CSV exports downstream, and no name needs them.
+const CONTROL_CHARACTER = /[\u0000-\u001F\u007F]/;
+// In a u-mode pattern a well-formed pair is one code point, so only lone surrogates are Cs.
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * What is wrong with a stored text, or undefined. JSON escapes let a client send a lone
+ * surrogate ("\ud800"), which is not Unicode: echoed back, strict UTF-8 decoders and JSON
+ * parsers of other languages reject the whole response.
+ */
+function textProblem(text: string): string | undefined {
+  if (CONTROL_CHARACTER.test(text)) return 'must not contain control characters (U+0000-U+001F, U+007F)';
+  if (LONE_SURROGATE.test(text)) return 'must be valid Unicode (it has a lone surrogate)';
+  return undefined;
+}
+
 /** A NewPet from a parsed JSON body; copies only the known fields into a fresh object. */
 export function parseNewPet(body: unknown): NewPet {
   const problems = check(newPetSchema, body);
-  // A blank name is the one rule the schema does not say; it joins the others so that the
-  // message names every problem of the body at once.
-  const blank = blankName(body);
-  if (blank !== undefined) problems.push(blank);
+  // The rules of a name the schema does not say (blank, control characters, lone surrogates)
+  // join the others, so that the message names every problem of the body at once.
+  const name = nameProblem(body);
+  if (name !== undefined) problems.push(name);
   if (problems.length > 0) throw new ApiError('invalid_request', `Invalid pet: ${formatProblems(problems)}.`);
   const record = body as { name: string; categoryId: number; status?: PetStatus };
   const pet: NewPet = { name: record.name, categoryId: record.categoryId };
@@ -87,11 +103,14 @@ export function parseNewPet(body: unknown): NewPet {
   return pet;
 }
 
-/** A name of whitespace only (an empty one is the schema's minLength problem). */
-function blankName(body: unknown): Problem | undefined {
+/** A name of whitespace only (an empty one is the schema's minLength problem), or with text no name needs. */
+function nameProblem(body: unknown): Problem | undefined {
   if (typeof body !== 'object' || body === null || !Object.hasOwn(body, 'name')) return undefined;
   const name = (body as { name: unknown }).name;
-  return typeof name === 'string' && name !== '' && name.trim() === '' ? { path: 'name', message: 'must not be blank' } : undefined;
+  if (typeof name !== 'string' || name === '') return undefined;
+  if (name.trim() === '') return { path: 'name', message: 'must not be blank' };
+  const text = textProblem(name);
+  return text === undefined ? undefined : { path: 'name', message: text };
 }
 
 // The parameter parsers below return their ApiError instead of throwing it. A 400 is an
@@ -125,7 +144,8 @@ export function parseListQuery(query: Query): ListQuery | ApiError {
 /** The `limit` query parameter: a plain decimal integer 1..100. */
 export function parseLimit(raw: string | undefined): number | ApiError {
   if (raw === undefined) return LIMIT_DEFAULT;
-  if (!/^[0-9]{1,3}$/.test(raw)) {
+  // Leading zeros are allowed ("0020" is 20), as the README says; at most three digits after them.
+  if (!/^0*[0-9]{1,3}$/.test(raw)) {
     return new ApiError('invalid_request', `Query parameter limit must be an integer from 1 to ${LIMIT_MAX}, got "${clip(raw)}".`);
   }
   const n = Number(raw);

@@ -117,6 +117,9 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
       requireHostHeader: false,
     }, listener);
     server.on('checkExpectation', listener);
+    // Expect: 100-continue: node:http would send the 100 before the app has looked at the
+    // request; readJsonBody sends it once a body is wanted, so a 401 or 413 comes instead.
+    server.on('checkContinue', listener);
     server.on('connect', refuseConnect);
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
     await listen(server, options.port ?? config.port, options.host ?? config.host);

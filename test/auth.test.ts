@@ -8,7 +8,8 @@ const config = parseConfig({ keys: [{ key: 'good-key', plan: 'free', name: 'g' }
 const cases: Array<[string | undefined, string]> = [
   [undefined, 'missing'], ['', 'missing'], ['Bearer good-key', 'key'], ['bearer good-key', 'key'], ['BEARER good-key', 'key'],
   ['Bearer  good-key', 'key'], ['Bearer good-key ', 'key'], ['Bearer good-kez', 'invalid'], ['Bearer', 'invalid'], ['Bearer ', 'invalid'],
-  ['Basic good-key', 'invalid'], ['Bearergood-key', 'invalid'], ['Token good-key', 'invalid'], ['good-key', 'invalid'],
+  ['Basic good-key', 'other_scheme'], ['Bearergood-key', 'other_scheme'], ['Token good-key', 'other_scheme'], ['good-key', 'other_scheme'],
+  ['Basic dXNlcjpwYXNz', 'other_scheme'], ['bearer', 'invalid'],
 ];
 for (const [header, kind] of cases) {
   test(`${JSON.stringify(header)} -> ${kind}`, () => {
@@ -21,4 +22,5 @@ for (const [header, kind] of cases) {
 test('challenges per RFC 6750', () => {
   assert.equal(challenge({ kind: 'missing' }), 'Bearer realm="petstore"');
   assert.match(challenge({ kind: 'invalid' }), /^Bearer realm="petstore", error="invalid_token"/);
+  assert.equal(challenge({ kind: 'other_scheme' }), 'Bearer realm="petstore"');
 });

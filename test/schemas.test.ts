@@ -22,8 +22,10 @@ test('limit: accepted values', () => {
   assert.equal(parseLimit('1'), 1);
   assert.equal(parseLimit('100'), 100);
   assert.equal(parseLimit('050'), 50);
+  assert.equal(parseLimit('0020'), 20);
+  assert.equal(parseLimit('0000100'), 100);
 });
-for (const raw of ['0', '101', 'abc', '1.5', '1e1', '', '-1', '+1', ' 1', '0x10', '1000']) {
+for (const raw of ['0', '101', 'abc', '1.5', '1e1', '', '-1', '+1', ' 1', '0x10', '1000', '0000', '00101', '01000']) {
   test(`limit ${JSON.stringify(raw)} refused`, () => rejects(() => parseLimit(raw), 'limit'));
 }
 
@@ -82,6 +84,40 @@ for (const [body, field] of invalidPets) {
   test(`NewPet refused (${field}): ${JSON.stringify(body)?.slice(0, 50)}`, () => {
     // The body parser throws (its caller is async); the parameter parsers return.
     assert.throws(() => parseNewPet(body), (e: unknown) => e instanceof ApiError && e.code === 'invalid_request' && e.message.includes(field));
+  });
+}
+
+// The name rule: no C0 control character or DEL, no lone surrogate (both can arrive as JSON
+// escapes); everything else in Unicode is a name, astral characters and C1 controls included.
+const nameCases: Array<{ name: string; value: string; problem?: RegExp }> = [
+  { name: 'plain', value: 'Rex' },
+  { name: 'accents and CJK', value: 'Éclair 小狗' },
+  { name: 'emoji (a surrogate pair)', value: 'dog \ud83d\udc15' },
+  { name: 'a pair at the very end', value: 'x\ud83d\ude00' },
+  { name: 'U+0080 (C1, allowed)', value: 'a\u0080b' },
+  { name: 'U+00A0 no-break space inside', value: 'a\u00a0b' },
+  { name: 'NUL', value: 'a\u0000b', problem: /control characters/ },
+  { name: 'tab inside', value: 'a\tb', problem: /control characters/ },
+  { name: 'newline inside', value: 'Rex\nAdmin: yes', problem: /control characters/ },
+  { name: 'carriage return', value: 'a\rb', problem: /control characters/ },
+  { name: 'escape (ANSI)', value: '\u001b[31mred', problem: /control characters/ },
+  { name: 'U+001F', value: 'a\u001fb', problem: /control characters/ },
+  { name: 'DEL', value: 'a\u007fb', problem: /control characters/ },
+  { name: 'lone high surrogate', value: 'a\ud800b', problem: /lone surrogate/ },
+  { name: 'lone low surrogate', value: '\udc00', problem: /lone surrogate/ },
+  { name: 'high surrogate at the end', value: 'abc\ud83d', problem: /lone surrogate/ },
+  { name: 'pair in the wrong order', value: '\ude00\ud83d', problem: /lone surrogate/ },
+];
+for (const tc of nameCases) {
+  test(`name ${tc.problem ? 'refused' : 'accepted'}: ${tc.name}`, () => {
+    const body = { name: tc.value, categoryId: 1 };
+    if (tc.problem === undefined) {
+      assert.equal(parseNewPet(body).name, tc.value);
+      return;
+    }
+    const problem = tc.problem;
+    assert.throws(() => parseNewPet(body), (e: unknown) => e instanceof ApiError && e.status === 400 &&
+      e.code === 'invalid_request' && e.message.includes('name') && problem.test(e.message));
   });
 }
 
