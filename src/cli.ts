@@ -9,6 +9,7 @@ import { batchingSink, jsonLogger } from './log.js';
 import { readSeedFile } from './seed.js';
 import { StartError, startPetstore, type PetstoreHandle } from './server.js';
 import { StoreOpenError } from './store.js';
+import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from './store-lock.js';
 import defaultConfig from '../petstore.config.json' with { type: 'json' };
 
 export const USAGE = `Usage: node dist/petstore.js [options]
@@ -24,7 +25,8 @@ export const USAGE = `Usage: node dist/petstore.js [options]
   --help               print this help
   --version            print the version
 
-Environment: PETSTORE_CONFIG, PETSTORE_DATA, PORT, HOST (a flag wins over its variable).
+Environment: PETSTORE_CONFIG, PETSTORE_DATA, PORT, HOST (a flag wins over its variable);
+PETSTORE_LOCK_STALE_MS (default 10000): a data file lock not refreshed for that long is taken over.
 Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the config file.
 The first line on stdout is "petstore listening on http://HOST:PORT/v1".`;
 
@@ -91,6 +93,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       env: resolved.env,
       seed,
       logger: jsonLogger(resolved.logLevel, out.sink),
+      lockStaleMs: lockStaleFromEnv(env),
     });
   } catch (err) {
     out.drainTo((chunk) => process.stderr.write(chunk));
@@ -140,6 +143,17 @@ function parse(argv: readonly string[]): Parsed | 'help' | 'version' {
 function parsePort(raw: string, where: string): number {
   if (!/^[0-9]{1,5}$/.test(raw) || Number(raw) > 65535) throw new UsageError(`${where} must be a port number from 0 to 65535, got "${raw}"`);
   return Number(raw);
+}
+
+/** PETSTORE_LOCK_STALE_MS: how long a data file lock may go unrefreshed (README, Store). */
+function lockStaleFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env.PETSTORE_LOCK_STALE_MS;
+  if (raw === undefined || raw === '') return undefined;
+  const ms = /^[0-9]{1,7}$/.test(raw) ? Number(raw) : NaN;
+  if (!(ms >= MIN_LOCK_STALE_MS && ms <= MAX_LOCK_STALE_MS)) {
+    throw new UsageError(`PETSTORE_LOCK_STALE_MS must be a whole number of milliseconds from ${MIN_LOCK_STALE_MS} to ${MAX_LOCK_STALE_MS}, got "${raw}"`);
+  }
+  return ms;
 }
 
 async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: Io): Promise<Resolved> {

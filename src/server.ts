@@ -35,6 +35,8 @@ export interface StartOptions {
   seed?: ReadonlyArray<NewPet & { id?: number }>;
   /** How long close() lets in-flight requests finish before cutting connections. */
   shutdownGraceMs?: number;
+  /** A data file lock not refreshed for this long is taken over (default 10 s; see README, Store). */
+  lockStaleMs?: number;
 }
 
 export interface PetstoreHandle {
@@ -75,7 +77,7 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
   const logger = resolveLogger(options.logger, config);
   const dataFile = options.dataFile;
 
-  const store: PetStore = dataFile === undefined ? openMemoryStore() : await openFileStore(dataFile, { logger });
+  const store: PetStore = dataFile === undefined ? openMemoryStore() : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs });
   const keyLimiter = new Limiter({ clock, ban: config.ban });
   const addressLimiter = new Limiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
   let persistence: LimiterPersistence | undefined;

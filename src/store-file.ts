@@ -24,7 +24,7 @@ import type { DiskOp, IoHook, StorePaths } from './store-disk.js';
 import { describeError, errorCode, StoreUnavailableError } from './store-errors.js';
 import type { IndexView, PetIndex } from './store-index.js';
 import { JournalWriter } from './store-journal.js';
-import { reassertLock, releaseLock } from './store-lock.js';
+import type { DataLock } from './store-lock.js';
 import { writeSnapshot } from './store-snapshot.js';
 import type { Logger } from './types.js';
 
@@ -36,6 +36,8 @@ export interface FileStoreOptions {
   compactMinBytes?: number;
   /** Test hook: called before disk operations; throwing simulates a disk error there. */
   beforeIo?: (op: DiskOp) => void;
+  /** A lock not refreshed for this long is taken over by the next start; see store-lock.ts. */
+  lockStaleMs?: number;
 }
 
 const DEFAULT_COMPACT_MIN_BYTES = 1024 * 1024;
@@ -63,6 +65,7 @@ export class FileStore extends IndexedStore {
   #drained: Promise<void> = Promise.resolve();
   #compaction: Promise<void> | null = null;
   #closing: Promise<void> | null = null;
+  readonly #lock: DataLock;
 
   constructor(
     paths: StorePaths,
@@ -70,8 +73,10 @@ export class FileStore extends IndexedStore {
     index: PetIndex,
     journal: JournalWriter,
     sizes: { snapshotBytes: number; oldJournalBytes: number | undefined },
+    lock: DataLock,
   ) {
     super(index);
+    this.#lock = lock;
     this.#paths = paths;
     this.#logger = opts.logger;
     this.#onFlush = opts.onFlush;
@@ -132,6 +137,7 @@ export class FileStore extends IndexedStore {
 
   /** Writes one batch and makes it visible, or rejects all of it. */
   async #commit(ops: Op[]): Promise<void> {
+    if (this.#lockLost(ops)) return;
     const batch = planBatch(ops, this.index.nextId, true);
     if (batch.text === '') {
       // Nothing to write: an empty seed, or every op was rejected while planning.
@@ -201,7 +207,7 @@ export class FileStore extends IndexedStore {
   async #rebuild(): Promise<void> {
     await this.#compaction;
     await makeDir(this.#paths.dir);
-    await reassertLock(this.#paths.lock, this.#logger);
+    this.#lock.reassert();
     // The snapshot covers everything acknowledged, so only after its rename may the old
     // journals go: a crash in between replays them over it and skips what it already holds.
     this.#snapshotBytes = await writeSnapshot(this.#paths, this.index.view(), this.#beforeIo, this.#logger);
@@ -216,7 +222,7 @@ export class FileStore extends IndexedStore {
   /** Between batches: rotate the journal and snapshot in the background if it has grown. */
   async #maybeStartCompaction(): Promise<void> {
     const journal = this.#journal;
-    if (journal === null || this.#compaction !== null || this.#needsRebuild) return;
+    if (journal === null || this.#compaction !== null || this.#needsRebuild || this.#lock.lost) return;
     const total = journal.length + (this.#oldJournalBytes ?? 0);
     // Replaying the journal costs about what parsing the snapshot does, so compact once it is
     // the larger part, or once a reset has made a large snapshot pointless to parse at start.
@@ -300,7 +306,7 @@ export class FileStore extends IndexedStore {
     }
     await this.#closeQuietly(this.#journal);
     this.#journal = null;
-    await releaseLock(this.#paths.lock, this.#logger);
+    this.#lock.release();
     if (failure !== undefined) throw failure;
   }
 
@@ -311,6 +317,15 @@ export class FileStore extends IndexedStore {
       // Every byte it held is already synced (or its batch was rejected); nothing to recover.
       this.#logger.log('warn', 'closing the journal failed', { file: this.#paths.given, error: describeError(err) });
     }
+  }
+
+  /** Before each batch: a lock that is no longer ours (store-lock.ts) refuses the batch. */
+  #lockLost(ops: Op[]): boolean {
+    const problem = this.#lock.problem();
+    if (problem === undefined) return false;
+    const failure = new StoreUnavailableError(`data file ${this.#paths.given} cannot be written: ${problem}`);
+    for (const op of ops) op.reject(failure);
+    return true;
   }
 
   #unavailable(err: unknown): StoreUnavailableError {

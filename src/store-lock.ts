@@ -1,25 +1,57 @@
-// One writer per data file: `<file>.lock` holds the pid of the process that owns the file.
-// The lock file appears atomically with its content (written aside, then hard-linked into
-// place, which fails if the name exists), so a reader never sees an empty lock.
-import { resolve } from 'node:path';
+// One writer per data file: `<file>.lock`, held by a heartbeat.
+//
+// - Taking it needs no free space: the lock is an empty file created with O_EXCL (an inode,
+//   no data block); who holds it is written into it afterwards only if the disk has room,
+//   and only for messages and the fast check below. Nothing is written aside, so a failed
+//   start leaves no temporary file.
+// - The holder refreshes the file's mtime every staleMs/5 (futimes) and keeps it open, so its
+//   inode number cannot be reused by another lock while it lives. A lock not refreshed for
+//   staleMs is stale and is taken over. A lock written in this boot and this pid namespace
+//   names a pid that can be checked: a dead holder's lock is taken over at once (a crash and
+//   restart waits for nothing); otherwise (another container, machine or an empty lock) a
+//   start watches the heartbeat for up to staleMs: it goes on, the start is refused; it
+//   stops, the lock is taken over.
+// - Before each batch the holder checks that the lock at the path is still its own inode. A
+//   lock removed under it is put back; a lock taken by another process makes it stop
+//   writing for good (503 to creates, an error logged): that process now owns the file.
+// - Guarantees hold on a local file system (one kernel sees every mtime and rename), not on
+//   NFS or other shared network file systems.
+import { closeSync, fstatSync, futimesSync, linkSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeSync, fsyncSync, constants } from 'node:fs';
+import type { BigIntStats } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { link, open, readFile, rename, unlink } from 'node:fs/promises';
-import { errorCode, describeError } from './store-errors.js';
-import type { Logger } from './types.js';
+import { basename, dirname, join } from 'node:path';
+import { systemClock } from './clock.js';
+import { describeHolder, formatHolder, judgeLock, parseHolder, thisProcess } from './store-lock-holder.js';
+import type { Holder } from './store-lock-holder.js';
+import { describeError, errorCode } from './store-errors.js';
+import type { Clock, Logger } from './types.js';
 
-/** Why the lock could not be taken: held by a live process, or an I/O error. */
+/** How long a lock may go without a heartbeat before it counts as abandoned. */
+export const DEFAULT_LOCK_STALE_MS = 10_000;
+export const MIN_LOCK_STALE_MS = 100;
+export const MAX_LOCK_STALE_MS = 3_600_000;
+
+/** The lock is held by another live process (or another store of this one). */
 export class LockHeldError extends Error {
-  constructor(readonly pid: number) {
-    super(`locked by process ${pid}`);
+  constructor(readonly holder: string) {
+    super(`locked by ${holder}`);
   }
 }
 
+export interface LockOptions {
+  logger: Logger;
+  /** Default DEFAULT_LOCK_STALE_MS. */
+  staleMs?: number;
+  clock?: Clock;
+}
+
 /**
- * Lock files held by this process. The one piece of module state in the service, on
- * purpose: a lock is a property of the process, and it is how two embedded instances in one
- * process are kept off the same data file, while a stale file with our own pid is not.
+ * Locks held by this process, by the real path of the lock file. The one piece of module
+ * state in the service, on purpose: a lock is a property of the process, and it is how two
+ * embedded instances in one process (even through a symlinked directory) are kept off the
+ * same data file.
  */
-const heldHere = new Set<string>();
+const heldHere = new Map<string, DataLock>();
 
 /** True if a process with this pid exists (EPERM: it exists but belongs to someone else). */
 export function isProcessAlive(pid: number): boolean {
@@ -27,122 +59,337 @@ export function isProcessAlive(pid: number): boolean {
     process.kill(pid, 0);
     return true;
   } catch (err) {
-    if (errorCode(err) === 'EPERM') return true;
-    if (errorCode(err) === 'ESRCH') return false;
-    throw err;
+    return errorCode(err) === 'EPERM';
   }
 }
 
-/** The pid written in a lock file, or undefined if the content is not a pid. */
-function parsePid(text: string): number | undefined {
-  const trimmed = text.trim();
-  if (!/^[1-9][0-9]{0,9}$/.test(trimmed)) return undefined;
-  return Number(trimmed);
+interface Identity {
+  readonly dev: bigint;
+  readonly ino: bigint;
 }
 
-async function readLockPid(lockPath: string): Promise<number | undefined | 'missing'> {
-  try {
-    return parsePid(await readFile(lockPath, 'utf8'));
-  } catch (err) {
-    if (errorCode(err) === 'ENOENT') return 'missing';
-    throw err;
-  }
-}
+const sameFile = (a: Identity, b: Identity): boolean => a.dev === b.dev && a.ino === b.ino;
 
-/** Creates the lock file with our pid; false if the name is already taken. */
-async function tryCreate(lockPath: string): Promise<boolean> {
-  // Unique even between two stores of one process opening the same file at once.
-  const aside = `${lockPath}.${process.pid}.${randomUUID()}.tmp`;
-  // Synced before it is linked into place: a disk failing soon after must not leave an empty
-  // lock that no later start can read.
-  const handle = await open(aside, 'w');
-  try {
-    await handle.writeFile(`${process.pid}\n`);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await link(aside, lockPath);
-    return true;
-  } catch (err) {
-    if (errorCode(err) === 'EEXIST') return false;
-    throw err;
-  } finally {
-    await unlink(aside);
-  }
-}
+/** A lock held by this process; see the top of the file. */
+export class DataLock {
+  readonly path: string;
+  readonly #key: string;
+  readonly #holder: Holder;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #refreshMs: number;
+  #fd: number;
+  #id: Identity;
+  /** Wall time of the last heartbeat that found the lock ours. */
+  #refreshedAt: number;
+  /** Why the lock is no longer ours; set once, for good. */
+  #lost: string | undefined;
+  #failing = false;
+  readonly #timer: NodeJS.Timeout;
 
-/**
- * Removes a lock left by a dead process. The lock is first renamed aside, and put back if
- * what we moved is not the stale lock we examined (another process may have replaced it
- * between our read and our rename).
- */
-async function removeStale(lockPath: string, stalePid: number | undefined): Promise<void> {
-  const aside = `${lockPath}.stale-${process.pid}`;
-  try {
-    await rename(lockPath, aside);
-  } catch (err) {
-    if (errorCode(err) === 'ENOENT') return; // someone else removed it first
-    throw err;
+  constructor(path: string, key: string, created: { fd: number; id: Identity }, holder: Holder, staleMs: number, opts: LockOptions) {
+    this.path = path;
+    this.#key = key;
+    this.#holder = holder;
+    this.#logger = opts.logger;
+    this.#clock = opts.clock ?? systemClock;
+    this.#refreshMs = staleMs / 5;
+    this.#fd = created.fd;
+    this.#id = created.id;
+    this.#refreshedAt = this.#clock.now();
+    this.#timer = setInterval(() => this.#refresh(), this.#refreshMs).unref();
   }
-  const moved = parsePid(await readFile(aside, 'utf8'));
-  if (moved !== stalePid) {
-    await link(aside, lockPath).catch((err: unknown) => {
-      if (errorCode(err) !== 'EEXIST') throw err;
-    });
-  }
-  await unlink(aside);
-}
 
-/**
- * Takes the lock for this process. Throws LockHeldError if a live process holds it; takes
- * over, with a warning, a lock whose process is gone (killed, or a crash).
- */
-export async function acquireLock(lockPath: string, logger: Logger): Promise<void> {
-  const key = resolve(lockPath);
-  if (heldHere.has(key)) throw new LockHeldError(process.pid);
-  for (let attempt = 0; attempt < 5; attempt++) {
-    if (await tryCreate(lockPath)) {
-      heldHere.add(key);
-      return;
+  /** True once another process has taken the lock: this one must never write again. */
+  get lost(): boolean {
+    return this.#lost !== undefined;
+  }
+
+  /**
+   * Before each batch: undefined if the lock is still ours, else why writing is refused.
+   * One stat in the common case; a missing or foreign lock, or a heartbeat overdue (the
+   * event loop was held up, the disk fails), is looked at in full first.
+   */
+  problem(): string | undefined {
+    if (this.#lost !== undefined) return this.#lost;
+    try {
+      const st = statIfPresent(this.path);
+      if (st !== undefined && sameFile(st, this.#id) && !this.#overdue()) return undefined;
+      this.#refresh();
+      if (this.#lost !== undefined) return this.#lost;
+      if (!this.#overdue()) return undefined;
+      // Gone with its directory: the journal write fails as well, and the store's rewrite
+      // of its files makes the directory and puts the lock back (reassert).
+      if (statIfPresent(this.path) === undefined) return undefined;
+    } catch (err) {
+      return `its lock ${this.path} cannot be checked: ${describeError(err)}`;
     }
-    const pid = await readLockPid(lockPath);
-    if (pid === 'missing') continue;
-    // Our own pid in a lock this process does not hold is a previous incarnation's: in a
-    // container node is often pid 1 on every start, and pid 1 is always "alive".
-    if (pid !== undefined && pid !== process.pid && isProcessAlive(pid)) throw new LockHeldError(pid);
-    logger.log('warn', 'taking over a stale data file lock', {
-      lock: lockPath,
-      stalePid: pid ?? 'unreadable',
+    return `its lock ${this.path} cannot be refreshed`;
+  }
+
+  /** Before the store rewrites its files: the lock must be ours, put back if it was removed. */
+  reassert(): void {
+    const problem = this.problem();
+    if (problem !== undefined) throw new Error(problem);
+    if (statIfPresent(this.path) === undefined) throw new Error(`the lock ${this.path} cannot be put back`);
+  }
+
+  /** Removes the lock if it is still ours; a problem is logged, not thrown (we are closing). */
+  release(): void {
+    clearInterval(this.#timer);
+    heldHere.delete(this.#key);
+    try {
+      const st = statIfPresent(this.path);
+      if (this.#lost === undefined && st !== undefined && sameFile(st, this.#id)) unlinkSync(this.path);
+      else if (st !== undefined) this.#logger.log('warn', 'data file lock is no longer ours; leaving it', { lock: this.path });
+    } catch (err) {
+      this.#logger.log('warn', 'could not remove the data file lock', { lock: this.path, error: describeError(err) });
+    }
+    closeQuietly(this.#fd);
+  }
+
+  /** Same inode as ours, open or not. */
+  holds(id: Identity): boolean {
+    return sameFile(id, this.#id);
+  }
+
+  #overdue(): boolean {
+    return this.#clock.now() - this.#refreshedAt > 2 * this.#refreshMs;
+  }
+
+  /**
+   * The heartbeat. mtime first, then the check that the path is still ours: a process that
+   * takes a stale lock over renames it aside and looks at its mtime again, so either it sees
+   * this refresh and gives the lock back, or this check sees the lock gone.
+   */
+  #refresh(): void {
+    if (this.#lost !== undefined) return;
+    try {
+      const now = this.#clock.now();
+      let touchError: unknown;
+      try {
+        futimesSync(this.#fd, now / 1000, now / 1000);
+      } catch (err) {
+        touchError = err; // the path may hold a copy of our lock on a repaired file system
+      }
+      const st = statIfPresent(this.path);
+      if (st === undefined) {
+        if (!this.#putBack()) return;
+        touchError = undefined; // a new file: its mtime is now
+      } else if (!sameFile(st, this.#id)) {
+        if (!this.#adoptOrLose(st)) return;
+        futimesSync(this.#fd, now / 1000, now / 1000);
+        touchError = undefined;
+      }
+      if (touchError !== undefined) throw touchError;
+      this.#refreshedAt = now;
+      if (this.#failing) this.#logger.log('info', 'data file lock refreshed again', { lock: this.path });
+      this.#failing = false;
+    } catch (err) {
+      if (!this.#failing) this.#logger.log('warn', 'cannot refresh the data file lock', { lock: this.path, error: describeError(err) });
+      this.#failing = true;
+    }
+  }
+
+  /** The lock was removed (by hand, or with its directory): take it again, if nobody else has. True if ours again. */
+  #putBack(): boolean {
+    let created: { fd: number; id: Identity } | undefined;
+    try {
+      created = createLockFile(this.path, this.#holder);
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return false; // the directory is gone too: the store rebuilds it
+      throw err;
+    }
+    if (created === undefined) {
+      // Someone created one between our stat and our create.
+      const st = statIfPresent(this.path);
+      return st !== undefined && this.#adoptOrLose(st);
+    }
+    closeQuietly(this.#fd);
+    this.#fd = created.fd;
+    this.#id = created.id;
+    this.#logger.log('warn', 'data file lock was removed; it has been taken again', { lock: this.path });
+    return true;
+  }
+
+  /** Another inode at the path: ours if it carries our token (a repaired or copied file system). */
+  #adoptOrLose(st: BigIntStats): boolean {
+    const holder = readHolder(this.path);
+    if (holder?.token === this.#holder.token) {
+      const fd = openSync(this.path, constants.O_RDONLY);
+      closeQuietly(this.#fd);
+      this.#fd = fd;
+      this.#id = fstatSync(fd, { bigint: true });
+      return true;
+    }
+    this.#lost = `its lock ${this.path} has been taken by ${describeHolder(holder)}; this process no longer writes the data file`;
+    clearInterval(this.#timer);
+    this.#logger.log('error', 'data file lock taken by another process; refusing every write from now on', {
+      lock: this.path,
+      holder: describeHolder(holder),
+      inode: String(st.ino),
     });
-    await removeStale(lockPath, pid);
+    return false;
+  }
+}
+
+/**
+ * Takes the lock on `lockPath` (its directory exists). Throws LockHeldError if a live
+ * process holds it; takes over, with a warning, a lock whose holder is gone or has stopped
+ * refreshing it; waits (at most staleMs) when only the heartbeat can tell.
+ */
+export async function acquireLock(lockPath: string, opts: LockOptions): Promise<DataLock> {
+  const staleMs = opts.staleMs ?? DEFAULT_LOCK_STALE_MS;
+  const clock = opts.clock ?? systemClock;
+  const key = join(realpathSync(dirname(lockPath)), basename(lockPath));
+  if (heldHere.has(key)) throw new LockHeldError(`process ${process.pid} (this process)`);
+  const self = thisProcess();
+  const holder: Holder = { ...self, token: randomUUID() };
+  let watched: { id: Identity; mtimeNs: bigint; since: number } | undefined;
+  for (let changes = 0; changes < 20; ) {
+    const created = createLockFile(lockPath, holder);
+    if (created !== undefined) {
+      const lock = new DataLock(lockPath, key, created, holder, staleMs, opts);
+      heldHere.set(key, lock);
+      removeLeftovers(lockPath, opts.logger);
+      return lock;
+    }
+    const st = statIfPresent(lockPath);
+    if (st === undefined) {
+      changes++;
+      continue;
+    }
+    for (const held of heldHere.values()) {
+      if (held.holds(st)) throw new LockHeldError(`process ${process.pid} (this process)`);
+    }
+    const seen = readHolder(lockPath);
+    let verdict = judgeLock({ holder: seen, mtimeMs: Number(st.mtimeNs / 1_000_000n) }, self, clock.now(), staleMs, isProcessAlive);
+    if (verdict.kind === 'held') throw new LockHeldError(describeHolder(seen));
+    if (verdict.kind === 'watch') {
+      if (watched !== undefined && (!sameFile(watched.id, st) || watched.mtimeNs !== st.mtimeNs)) {
+        throw new LockHeldError(describeHolder(seen));
+      }
+      watched ??= { id: st, mtimeNs: st.mtimeNs, since: clock.monotonic() };
+      const waited = clock.monotonic() - watched.since;
+      if (waited < staleMs) {
+        await new Promise((done) => setTimeout(done, Math.min(staleMs - waited, staleMs / 20) + 1));
+        continue;
+      }
+      verdict = { kind: 'free', reason: `not refreshed for ${Math.round(waited)} ms` };
+    }
+    opts.logger.log('warn', 'taking over a stale data file lock', {
+      lock: lockPath,
+      stalePid: seen?.pid ?? 'unknown',
+      reason: verdict.reason,
+    });
+    removeStale(lockPath, st);
+    watched = undefined;
+    changes++;
   }
   throw new Error(`could not take the lock ${lockPath}: it keeps changing`);
 }
 
-/** Makes sure we still hold the lock (it may have vanished with a removed directory). */
-export async function reassertLock(lockPath: string, logger: Logger): Promise<void> {
-  const pid = await readLockPid(lockPath);
-  if (pid === process.pid) return;
-  if (pid === undefined) {
-    // Unreadable (e.g. left empty by a failing disk): nobody can hold it; put ours back.
-    await removeStale(lockPath, pid);
+/** Creates the lock file; undefined if the name is taken. Needs an inode, not a data block. */
+function createLockFile(path: string, holder: Holder): { fd: number; id: Identity } | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o644);
+  } catch (err) {
+    if (errorCode(err) === 'EEXIST') return undefined;
+    throw err;
   }
-  if ((pid === 'missing' || pid === undefined) && (await tryCreate(lockPath))) {
-    logger.log('warn', 'data file lock was missing or unreadable and has been recreated', { lock: lockPath });
-    return;
+  try {
+    // Who holds it, for messages and the fast check of a dead holder; the lock works without
+    // it (a full disk leaves it empty). Synced, with the directory, so that it survives a
+    // power cut or a file system repaired from a copy.
+    try {
+      writeSync(fd, formatHolder(holder));
+      fsyncSync(fd);
+      syncDir(dirname(path));
+    } catch {
+      // ENOSPC, EDQUOT, EIO: the empty lock is judged by its heartbeat alone.
+    }
+    return { fd, id: fstatSync(fd, { bigint: true }) };
+  } catch (err) {
+    closeQuietly(fd);
+    throw err;
   }
-  throw new Error(`the lock ${lockPath} is no longer held by this process`);
 }
 
-/** Removes the lock if it is still ours; a problem is logged, not thrown (we are closing). */
-export async function releaseLock(lockPath: string, logger: Logger): Promise<void> {
-  heldHere.delete(resolve(lockPath));
+/**
+ * Removes the stale lock examined as `examined`: renamed aside first, and put back if what
+ * was moved is not that lock as it was (another process replaced it, or its holder
+ * refreshed it after all, between our look and our rename).
+ */
+function removeStale(lockPath: string, examined: BigIntStats): void {
+  const aside = `${lockPath}.stale-${process.pid}-${randomUUID()}`;
   try {
-    if ((await readLockPid(lockPath)) === process.pid) await unlink(lockPath);
-    else logger.log('warn', 'data file lock is no longer ours; leaving it', { lock: lockPath });
+    renameSync(lockPath, aside);
   } catch (err) {
-    logger.log('warn', 'could not remove the data file lock', { lock: lockPath, error: describeError(err) });
+    if (errorCode(err) === 'ENOENT') return; // someone else removed it first
+    throw err;
+  }
+  const moved = statSync(aside, { bigint: true });
+  if (!sameFile(moved, examined) || moved.mtimeNs !== examined.mtimeNs) {
+    try {
+      linkSync(aside, lockPath);
+    } catch (err) {
+      // Taken meanwhile (EEXIST): the new holder's. Anything else: leave the aside file, a
+      // live holder puts its lock back and the next start removes the leftover.
+      if (errorCode(err) !== 'EEXIST') throw err;
+    }
+  }
+  unlinkSync(aside);
+}
+
+/**
+ * Once the lock is ours: removes what earlier runs may have left beside it (a start that
+ * died between its rename aside and its unlink; older versions' `.tmp` files).
+ */
+function removeLeftovers(lockPath: string, logger: Logger): void {
+  const name = basename(lockPath);
+  const dir = dirname(lockPath);
+  try {
+    for (const entry of readdirSync(dir)) {
+      if (entry.startsWith(`${name}.`) && (entry.includes('.stale-') || entry.endsWith('.tmp'))) unlinkSync(join(dir, entry));
+    }
+  } catch (err) {
+    logger.log('warn', 'could not remove leftover lock files', { lock: lockPath, error: describeError(err) });
+  }
+}
+
+function readHolder(path: string): Holder | undefined {
+  try {
+    return parseHolder(readFileSync(path, 'utf8'));
+  } catch {
+    return undefined; // gone or unreadable: judged by its heartbeat
+  }
+}
+
+/** The lock's stat; undefined if it is missing, or its directory is (ENOTDIR: replaced by a file). */
+function statIfPresent(path: string): BigIntStats | undefined {
+  try {
+    return statSync(path, { bigint: true, throwIfNoEntry: false });
+  } catch (err) {
+    if (errorCode(err) === 'ENOTDIR') return undefined;
+    throw err;
+  }
+}
+
+function syncDir(dir: string): void {
+  const fd = openSync(dir, constants.O_RDONLY);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed; nothing was pending on an empty lock file
   }
 }

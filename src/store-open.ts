@@ -8,7 +8,8 @@ import { FileStore } from './store-file.js';
 import type { FileStoreOptions } from './store-file.js';
 import { PetIndex } from './store-index.js';
 import { JournalWriter, replayJournal } from './store-journal.js';
-import { acquireLock, LockHeldError, releaseLock } from './store-lock.js';
+import { acquireLock, LockHeldError } from './store-lock.js';
+import type { DataLock } from './store-lock.js';
 import { readSnapshot } from './store-snapshot.js';
 import type { PetStore } from './store.js';
 
@@ -34,24 +35,25 @@ export async function openFileStore(file: string, opts: FileStoreOptions): Promi
   } catch (err) {
     throw new StoreOpenError(file, `Cannot create the directory of data file ${file}: ${describeError(err)}.`, { cause: err });
   }
+  let lock: DataLock;
   try {
-    await acquireLock(paths.lock, logger);
+    lock = await acquireLock(paths.lock, { logger, staleMs: opts.lockStaleMs });
   } catch (err) {
     if (err instanceof LockHeldError) {
-      throw new StoreOpenError(file, `Data file ${file} is in use by process ${err.pid}.`);
+      throw new StoreOpenError(file, `Data file ${file} is in use by ${err.holder}.`);
     }
     throw new StoreOpenError(file, `Cannot lock data file ${file}: ${describeError(err)}.`, { cause: err });
   }
   try {
-    return await loadStore(paths, opts);
+    return await loadStore(paths, opts, lock);
   } catch (err) {
-    await releaseLock(paths.lock, logger);
+    lock.release();
     if (err instanceof StoreOpenError) throw err;
     throw new StoreOpenError(file, `Cannot open data file ${file}: ${describeError(err)}.`, { cause: err });
   }
 }
 
-async function loadStore(paths: StorePaths, opts: FileStoreOptions): Promise<FileStore> {
+async function loadStore(paths: StorePaths, opts: FileStoreOptions, lock: DataLock): Promise<FileStore> {
   const snapshot = readSnapshot(paths);
   const index = new PetIndex();
   index.load(snapshot.pets, snapshot.nextId);
@@ -76,5 +78,5 @@ async function loadStore(paths: StorePaths, opts: FileStoreOptions): Promise<Fil
   return new FileStore(paths, opts, index, journal, {
     snapshotBytes: snapshot.bytes,
     oldJournalBytes: old.existed ? old.totalBytes : undefined,
-  });
+  }, lock);
 }

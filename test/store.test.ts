@@ -15,6 +15,7 @@ import {
 } from '../src/store.js';
 import type { DiskOp, FileStoreOptions, PetStore, StoredPet } from '../src/store.js';
 import { allPets } from './helpers.js';
+import { formatHolder, thisProcess } from '../src/store-lock-holder.js';
 import type { LogLevel, Logger, NewPet, PetStatus } from '../src/types.js';
 
 // ---------------------------------------------------------------- helpers
@@ -518,24 +519,29 @@ for (const c of crashStates) {
 
 // ---------------------------------------------------------------- file store: lock
 
+/** A lock file as a holder of this boot and pid namespace writes it. */
+function lockOf(pid: number): string {
+  return formatHolder({ ...thisProcess(), pid, token: 'test' });
+}
+
 test('file store: a data file locked by a live process is refused', async (t) => {
   const file = dataFile(t);
   const sleeper = spawn('sleep', ['30']);
   t.after(() => sleeper.kill('SIGKILL'));
   mkdirSync(join(file, '..'), { recursive: true });
-  writeFileSync(`${file}.lock`, `${sleeper.pid}\n`);
+  writeFileSync(`${file}.lock`, lockOf(sleeper.pid ?? 0));
   await assert.rejects(open(file), (err: unknown) => {
     assert.ok(err instanceof StoreOpenError);
     assert.equal(err.message, `Data file ${file} is in use by process ${sleeper.pid}.`);
     return true;
   });
-  assert.equal(readFileSync(`${file}.lock`, 'utf8'), `${sleeper.pid}\n`, 'the lock is left alone');
+  assert.equal(readFileSync(`${file}.lock`, 'utf8'), lockOf(sleeper.pid ?? 0), 'the lock is left alone');
 });
 
 test('file store: a second store on the same file in this process is refused', async (t) => {
   const file = dataFile(t);
   const store = await open(file);
-  await assert.rejects(open(file), new RegExp(`in use by process ${process.pid}`));
+  await assert.rejects(open(file), new RegExp(`in use by process ${process.pid} \\(this process\\)`));
   await store.close();
   const again = await open(file);
   await again.close();
@@ -545,11 +551,11 @@ test('file store: a stale lock from a dead process is taken over with a warning'
   const file = dataFile(t);
   mkdirSync(join(file, '..'), { recursive: true });
   const pid = await deadPid();
-  writeFileSync(`${file}.lock`, `${pid}\n`);
+  writeFileSync(`${file}.lock`, lockOf(pid));
   const logger = testLogger();
   const store = await openFileStore(file, { logger });
   assert.ok(logger.entries.some((e) => e.level === 'warn' && e.fields?.['stalePid'] === pid));
-  assert.equal(readFileSync(`${file}.lock`, 'utf8'), `${process.pid}\n`);
+  assert.equal(JSON.parse(readFileSync(`${file}.lock`, 'utf8')).pid, process.pid);
   await store.close();
   assert.equal(existsSync(`${file}.lock`), false);
 });
@@ -557,7 +563,7 @@ test('file store: a stale lock from a dead process is taken over with a warning'
 test('file store: a stale lock holding our own pid (a container restart, pid 1 again) is taken over', async (t) => {
   const file = dataFile(t);
   mkdirSync(join(file, '..'), { recursive: true });
-  writeFileSync(`${file}.lock`, `${process.pid}\n`);
+  writeFileSync(`${file}.lock`, lockOf(process.pid));
   const store = await openFileStore(file, { logger: testLogger() });
   // ... while a second open in this same process is still refused.
   await assert.rejects(open(file), new RegExp(`in use by process ${process.pid}`));
