@@ -1,0 +1,302 @@
+// A real, throwaway PostgreSQL for tests: initdb into a temp directory, one postmaster on a free
+// loopback port, trust authentication, nothing left behind. Stop, kill, pause and start again on
+// the same port and data directory, for outage tests.
+import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process';
+import { chownSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { binaries, isRoot, lookupUser, removeDir, track, type AfterHook, type AvailabilityOptions, type PosixUser } from './engines.js';
+import { freePort } from './free-port.js';
+
+export interface PostgresOptions extends AvailabilityOptions {
+  /** Registers `close()` with `t.after`, so the server goes when the test ends, pass or fail. */
+  readonly t?: AfterHook;
+  /** The database created for the test (default `petstore`). */
+  readonly database?: string;
+  /** Extra `-c name=value` server settings. */
+  readonly settings?: Readonly<Record<string, string>>;
+  /** How long one start may take before it is an error (default 30 s: two busy cores). */
+  readonly startTimeoutMs?: number;
+}
+
+export interface PostgresServer {
+  /** `postgres://postgres@127.0.0.1:PORT/DATABASE` (trust authentication, no password). */
+  readonly url: string;
+  readonly port: number;
+  readonly database: string;
+  /** The temp directory: `data/` and the Unix socket. */
+  readonly dir: string;
+  readonly running: boolean;
+  /** Fast shutdown (SIGINT: open sessions are ended, committed data kept); the data directory stays. */
+  stop(): Promise<void>;
+  /** SIGKILL to the postmaster and every backend at once, like a power cut of the server alone. */
+  kill(): Promise<void>;
+  /** SIGSTOP to every process: connections stay open and nothing answers (a hung server). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
+  /** Starts again on the same port and data directory (after a kill, with crash recovery). */
+  start(): Promise<void>;
+  restart(): Promise<void>;
+  /** Stops and removes the directory; safe to call twice. */
+  close(): Promise<void>;
+  /** Runs SQL through psql in the test database; resolves with its unaligned output. */
+  psql(sql: string): Promise<string>;
+  /** What the server wrote to its log so far (the tail), for assertion messages. */
+  log(): string;
+}
+
+const LOG_LIMIT = 64 * 1024;
+
+/**
+ * A directory under the temp dir that the postgres user can reach: when we are root the server
+ * runs as postgres, so every ancestor must be searchable by others (mkdtemp's own 0700 dirs,
+ * like a TMPDIR made by another test, are not).
+ */
+function baseDir(): string {
+  const base = tmpdir();
+  if (!isRoot()) return base;
+  for (let d = base; ; d = dirname(d)) {
+    if ((statSync(d).mode & 0o001) === 0) return '/tmp';
+    if (dirname(d) === d) return base;
+  }
+}
+
+/** Environment without PG* variables, so the developer's own settings cannot redirect psql. */
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { LC_ALL: 'C' };
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PG') && k !== 'LC_ALL') env[k] = v;
+  return env;
+}
+
+function run(file: string, args: readonly string[], opts: { user?: PosixUser; timeoutMs?: number } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, {
+      env: cleanEnv(),
+      timeout: opts.timeoutMs ?? 30_000,
+      ...(opts.user ? { uid: opts.user.uid, gid: opts.user.gid } : {}),
+    }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${file} ${args.join(' ')} failed: ${stderr.trim() || err.message}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+/** The SysV shared memory id in postmaster.pid (line 7: key, id), or undefined. */
+function shmId(dataDir: string): string | undefined {
+  try {
+    const line = readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[6] ?? '';
+    const id = line.trim().split(/\s+/)[1];
+    return id !== undefined && /^\d+$/.test(id) ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The postmaster and its children. Every backend makes itself a process-group leader
+ * (InitPostmasterChild), so signalling the postmaster's group does not reach them: we list
+ * them from /proc instead. The postmaster comes first, so a SIGSTOP stops it forking more.
+ */
+function serverProcesses(postmaster: number): number[] {
+  const children: number[] = [];
+  try {
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        if (ppid === postmaster) children.push(Number(entry));
+      } catch {
+        // Exited while we looked.
+      }
+    }
+  } catch {
+    // No /proc (not Linux): the postmaster alone.
+  }
+  return [postmaster, ...children];
+}
+
+function signalAll(pids: readonly number[], signal: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+}
+
+/** Starts initdb + postgres; see PostgresServer. Throws with the log when it cannot start. */
+export async function startPostgres(opts: PostgresOptions = {}): Promise<PostgresServer> {
+  const found = binaries('postgres', opts);
+  if (!found.available) throw new Error(`PostgreSQL is not available: ${found.missing.join(', ')}`);
+  const bin = found.bin as Record<'initdb' | 'postgres' | 'psql', string>;
+  const user = isRoot() ? lookupUser('postgres') : undefined;
+  const database = opts.database ?? 'petstore';
+  const startTimeoutMs = opts.startTimeoutMs ?? 30_000;
+
+  const dir = mkdtempSync(join(baseDir(), 'petstore-pg-'));
+  const dataDir = join(dir, 'data');
+  let port = 0;
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  let logText = '';
+  let closed = false;
+
+  const hardStop = (): void => {
+    hardStopProcess();
+    dropShm();
+    removeDir(dir);
+  };
+  // A killed postmaster leaves its small SysV segment behind; remove it (the kernel frees it
+  // when the last backend detaches) so killed servers do not pile up segments.
+  const dropShm = (): void => {
+    const id = shmId(dataDir);
+    if (id !== undefined) spawnSync('ipcrm', ['-m', id], { stdio: 'ignore' });
+  };
+  const hardStopProcess = (): void => {
+    if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) signalAll(serverProcesses(child.pid), 'SIGKILL');
+  };
+  const release = track({ hardStop });
+
+  const launch = async (): Promise<void> => {
+    const args = [
+      '-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir,
+      // Tests only: no fsync makes commits fast. A killed server still keeps every commit (the
+      // OS page cache survives it); only a crash of the machine could lose or corrupt data.
+      '-c', 'fsync=off',
+      '-c', 'lc_messages=C',
+      ...Object.entries(opts.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+    ];
+    // detached: its own session, so a Ctrl-C meant for the test runner does not reach it.
+    const proc = spawn(bin.postgres, args, {
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: cleanEnv(),
+      ...(user ? { uid: user.uid, gid: user.gid } : {}),
+    });
+    child = proc;
+    logText = '';
+    exited = new Promise((resolve) => proc.once('exit', () => resolve()));
+    // A forgotten server must not keep the test process alive; the exit hook kills it.
+    proc.unref();
+    const ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`PostgreSQL did not start in ${startTimeoutMs} ms:\n${logText}`)), startTimeoutMs);
+      proc.stderr?.on('data', (chunk: Buffer) => {
+        logText = (logText + chunk.toString()).slice(-LOG_LIMIT);
+        if (/ready to accept connections/.test(logText)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      proc.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`PostgreSQL exited at start (${signal ?? code}):\n${logText}`));
+      });
+    });
+    (proc.stderr as { unref?: () => void } | null)?.unref?.();
+    try {
+      await ready;
+    } catch (err) {
+      hardStopProcess();
+      throw err;
+    }
+  };
+  const isRunning = (): boolean => child !== undefined && child.exitCode === null && child.signalCode === null;
+
+  try {
+    if (user) chownSync(dir, user.uid, user.gid);
+    await run(bin.initdb, ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync'], user ? { user } : {});
+    // The port is free when we look; if another process takes it first, take another.
+    for (let attempt = 1; ; attempt++) {
+      port = await freePort();
+      try {
+        await launch();
+        break;
+      } catch (err) {
+        await exited;
+        if (attempt >= 5 || !/could not bind|could not create any TCP\/IP sockets/.test((err as Error).message)) throw err;
+      }
+    }
+  } catch (err) {
+    release();
+    hardStop();
+    throw err;
+  }
+
+  const psql = (sql: string, db = database): Promise<string> =>
+    run(bin.psql, ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', db, '-c', sql]);
+
+  const signalAndWait = async (signal: NodeJS.Signals, all: boolean, timeoutMs: number): Promise<void> => {
+    if (!isRunning() || child?.pid === undefined) return;
+    const pid = child.pid;
+    signalAll(all ? serverProcesses(pid) : [pid], signal);
+    // A referenced timer: the child is unref'd, and the wait must keep the process alive.
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([exited.then(() => false), new Promise<boolean>((r) => { timer = setTimeout(() => r(true), timeoutMs); })]);
+    clearTimeout(timer);
+    if (timedOut) {
+      signalAll(serverProcesses(pid), 'SIGKILL');
+      await exited;
+    }
+  };
+
+  try {
+    await psql(`CREATE DATABASE ${JSON.stringify(database)}`, 'postgres');
+  } catch (err) {
+    release();
+    hardStop();
+    throw err;
+  }
+
+  const server: PostgresServer = {
+    get url() {
+      return `postgres://postgres@127.0.0.1:${port}/${database}`;
+    },
+    get port() {
+      return port;
+    },
+    database,
+    dir,
+    get running() {
+      return isRunning();
+    },
+    // SIGCONT first: a paused server cannot act on SIGINT.
+    async stop() {
+      if (isRunning()) server.resume();
+      await signalAndWait('SIGINT', false, 15_000);
+    },
+    async kill() {
+      await signalAndWait('SIGKILL', true, 15_000);
+      dropShm();
+    },
+    pause() {
+      if (isRunning() && child?.pid !== undefined) signalAll(serverProcesses(child.pid), 'SIGSTOP');
+    },
+    resume() {
+      if (isRunning() && child?.pid !== undefined) signalAll(serverProcesses(child.pid), 'SIGCONT');
+    },
+    async start() {
+      if (closed) throw new Error('this PostgreSQL was closed');
+      if (isRunning()) return;
+      await launch();
+    },
+    async restart() {
+      await server.stop();
+      await server.start();
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await server.stop();
+      release();
+      removeDir(dir);
+    },
+    psql: (sql) => psql(sql),
+    log: () => logText,
+  };
+  opts.t?.after(() => server.close());
+  return server;
+}
