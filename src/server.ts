@@ -10,6 +10,7 @@ import { errorBody } from './errors.js';
 import { Limiter } from './limiter.js';
 import { loadLimiterState, startLimiterPersistence, type LimiterPersistence } from './limiter-state.js';
 import { functionLogger, jsonLogger, silentLogger } from './log.js';
+import { safeStdout } from './stdio.js';
 import { ROUTES, openApiRoute } from './routes.js';
 import { openFileStore, openMemoryStore, type PetStore } from './store.js';
 import type { Clock, LogLevel, Logger, NewPet, Pet } from './types.js';
@@ -64,7 +65,7 @@ async function resolveConfig(source: string | Record<string, unknown> | undefine
 
 function resolveLogger(option: StartOptions['logger'], config: Config): Logger {
   if (option === undefined || option === false) return silentLogger;
-  if (option === 'stdout') return jsonLogger(config.logLevel, (line) => process.stdout.write(line));
+  if (option === 'stdout') return jsonLogger(config.logLevel, safeStdout());
   if (typeof option === 'function') return functionLogger(option);
   return option;
 }
