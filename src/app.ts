@@ -271,10 +271,26 @@ function fail(app: Instance, x: Exchange, err: unknown): void {
   // unless the announced length is beyond what would be drained anyway.
   const announced = Number(x.req.headers['content-length'] ?? 0);
   if (error instanceof BodyTooLarge && !x.req.complete && !(announced > DRAIN_CAP_BYTES)) {
-    discardThen(x, () => send(app, x, error.status, body));
+    discardThen(x, () => sendOrAbandon(app, x, error.status, body));
   } else {
     if (error instanceof BodyTooLarge && !x.req.complete) x.headers.connection = 'close';
-    send(app, x, error.status, body);
+    sendOrAbandon(app, x, error.status, body);
+  }
+}
+
+/**
+ * fail()'s way out, which must not throw: a response node refuses to write (writeHead throws
+ * on a header value outside Latin-1, say) would otherwise escape the request, and the
+ * process. Such a request gets no answer: its connection is closed, and the failure logged.
+ */
+function sendOrAbandon(app: Instance, x: Exchange, status: number, body: string): void {
+  try {
+    send(app, x, status, body);
+  } catch (err) {
+    app.deps.logger.log('error', 'the response could not be written; connection closed', {
+      reqId: x.reqId, status, err: err instanceof Error ? err.message : String(err),
+    });
+    x.res.destroy();
   }
 }
 

@@ -157,13 +157,28 @@ function readEnvironments(r: Reader, v: unknown): Config['environments'] {
   for (const [name, url] of Object.entries(v)) {
     if (name !== 'production' && name !== 'staging') {
       r.problem(`environments.${name} is not a known environment (production, staging)`);
-    } else if (typeof url !== 'string' || !/^https?:\/\/[^\s]+\/v1$/.test(url)) {
-      r.problem(`environments.${name} must be an http(s) URL ending in /v1`);
+    } else if (!isBaseUrl(url)) {
+      r.problem(`environments.${name} must be an http(s) URL ending in /v1, absolute and in ASCII ` +
+        '(an international domain name in its xn-- form, other characters percent-encoded)');
     } else {
       out[name] = url;
     }
   }
   return Object.freeze(out);
+}
+
+// RFC 3986: scheme, authority (userinfo, host, port), path; no query or fragment before /v1.
+// ASCII only, and none of < > " or spaces: the URL goes into Link and Location header values,
+// which node refuses (throws) outside Latin-1, and into the <...> of a Link.
+const BASE_URL = /^https?:\/\/[A-Za-z0-9\-._~!$&'()*+,;=:@%[\]]+(?:\/[A-Za-z0-9\-._~!$&'()*+,;=:@%]*)*\/v1$/;
+
+function isBaseUrl(url: unknown): url is string {
+  if (typeof url !== 'string' || !BASE_URL.test(url)) return false;
+  try {
+    return new URL(url).hostname !== ''; // a valid host: no "https://[zz]/v1" or "http://a:b:c/v1"
+  } catch {
+    return false;
+  }
 }
 
 function readPlans(r: Reader, v: unknown): Record<string, Limits> {
