@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { authenticate, challenge } from './auth.js';
-import { BodyTooLarge } from './body.js';
+import { BodyTooLarge, PendingBodies } from './body.js';
 import type { Config } from './config.js';
 import { ApiError, type ErrorCode } from './errors.js';
 import type { Limiter, LimitResult } from './limiter.js';
@@ -46,6 +46,7 @@ interface Instance {
   readonly deps: AppDeps;
   readonly router: Router<RouteSpec>;
   readonly pages: PageCache;
+  readonly bodies: PendingBodies;
   readonly accessLog: boolean;
   /** Host header value -> base URL, so a request does not build the same string again. */
   readonly bases: Map<string, string>;
@@ -85,6 +86,7 @@ export function createApp(deps: AppDeps): RequestListener {
     deps,
     router,
     pages: new PageCache(),
+    bodies: new PendingBodies(),
     // Decided once: with access logs off, a request builds no log fields at all.
     accessLog: deps.logger.enabled?.('info') ?? true,
     bases: new Map(),
@@ -178,6 +180,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
       base: base(app, x.req),
       config,
       pages: app.pages,
+      bodies: app.bodies,
     };
     const reply = match.handler.handler(ctx);
     if (reply instanceof Promise) return reply.then((r) => sendReply(app, x, r));
@@ -295,6 +298,30 @@ function sendOrAbandon(app: Instance, x: Exchange, status: number, body: string)
 }
 
 /**
+ * An answer given before the request's body was read (401, 404, 405, 429, a GET with a
+ * body, ...): after it node reads and discards the rest of the body, however long. The
+ * 413's cap holds for them too: an announced body past DRAIN_CAP_BYTES gets its answer
+ * and a close; a chunked one is cut once DRAIN_CAP_BYTES have been discarded. A body within
+ * the cap is still discarded, so the client reads its answer rather than a reset.
+ */
+function boundUnreadBody(x: Exchange): void {
+  const req = x.req;
+  if (req.complete || x.headers.connection === 'close') return;
+  const length = req.headers['content-length'];
+  if (length !== undefined) {
+    if (Number(length) > DRAIN_CAP_BYTES) x.headers.connection = 'close';
+    return;
+  }
+  const socket = req.socket;
+  let drained = 0;
+  req.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_CAP_BYTES) socket.destroy();
+  });
+  req.resume();
+}
+
+/**
  * The rest of an oversized upload is read and thrown away before the 413 is sent: a server
  * that answers and closes while the client is still sending makes the client's kernel reset
  * the connection, and the client may never read the answer (even more so when it asked for
@@ -336,6 +363,8 @@ function send(app: Instance, x: Exchange, status: number, body: string | Buffer 
     headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
   }
   headers['cache-control'] = 'no-store';
+  const rh = x.req.headers;
+  if (rh['content-length'] !== undefined || rh['transfer-encoding'] !== undefined) boundUnreadBody(x);
   x.res.writeHead(status, headers);
   x.res.end(body);
   if (!app.accessLog) return;

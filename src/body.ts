@@ -10,6 +10,32 @@ export class BodyTooLarge extends ApiError {
   }
 }
 
+/**
+ * Bytes of unfinished request bodies held in memory, all requests of one app together:
+ * without a bound, thousands of connections each holding a body just under the maximum,
+ * never finished, hold gigabytes.
+ */
+export class PendingBodies {
+  #held = 0;
+  get held(): number {
+    return this.#held;
+  }
+  /** Counts n more bytes as held; false, and nothing counted, when that would pass `limit`. */
+  take(n: number, limit: number): boolean {
+    if (this.#held + n > limit) return false;
+    this.#held += n;
+    return true;
+  }
+  release(n: number): void {
+    this.#held -= n;
+  }
+}
+
+/** 503 while too many bodies are arriving at once: a client that retries is served later. */
+function tooManyPending(): ApiError {
+  return new ApiError('service_unavailable', 'Too many request bodies are arriving at once; nothing was added. Retry later.', { 'retry-after': '1' });
+}
+
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 
 /** True for application/json and application/*+json, with at most charset=utf-8. */
@@ -19,7 +45,8 @@ export function isJsonContentType(value: string | undefined): boolean {
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-export async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
+/** Reads a JSON body of at most maxBytes; with `bodies`, while they hold at most maxPending bytes in all. */
+export async function readJsonBody(req: IncomingMessage, maxBytes: number, bodies?: PendingBodies, maxPending = Infinity): Promise<unknown> {
   const type = req.headers['content-type'];
   const length = req.headers['content-length'];
   const chunked = req.headers['transfer-encoding'] !== undefined;
@@ -31,7 +58,7 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
   }
   if (length !== undefined && Number(length) > maxBytes) throw new BodyTooLarge(maxBytes);
 
-  const body = await collect(req, maxBytes);
+  const body = await collect(req, maxBytes, bodies ?? new PendingBodies(), maxPending);
   if (body.length === 0) throw new ApiError('invalid_request', 'A request body (a JSON object) is required.');
   let text: string;
   try {
@@ -52,7 +79,7 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
  * destroys the request and with it the socket, and the 413 would never reach the client.
  * On overflow the stream is left flowing for the caller to drain.
  */
-function collect(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+function collect(req: IncomingMessage, maxBytes: number, bodies: PendingBodies, maxPending: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -60,19 +87,28 @@ function collect(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
+      req.off('close', onError);
+      bodies.release(size);
+      size = 0;
     };
     const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > maxBytes) {
+      if (size + chunk.length > maxBytes) {
         done();
         reject(new BodyTooLarge(maxBytes));
         return;
       }
+      if (!bodies.take(chunk.length, maxPending)) {
+        done();
+        reject(tooManyPending());
+        return;
+      }
+      size += chunk.length;
       chunks.push(chunk);
     };
     const onEnd = (): void => {
+      const length = size;
       done();
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, length));
     };
     const onError = (): void => {
       done();
@@ -81,5 +117,7 @@ function collect(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
+    // A request cut short (its connection closed) may end with 'close' alone.
+    req.on('close', onError);
   });
 }

@@ -35,6 +35,10 @@ export interface Config {
   readonly trustProxy: boolean;
   readonly cors: { readonly origins: readonly string[] };
   readonly logLevel: LogLevel | 'silent';
+  /** Concurrent connections; past it new ones are closed at once. */
+  readonly maxConnections: number;
+  /** Bytes of unfinished request bodies held in memory at once, all requests together. */
+  readonly maxPendingBodyBytes: number;
 }
 
 export const DEFAULT_PLANS: Readonly<Record<string, Limits>> = {
@@ -46,6 +50,7 @@ export const DEFAULT_PLANS: Readonly<Record<string, Limits>> = {
 const TOP_LEVEL = new Set([
   '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
   'anonymousTableSize', 'maxBodyBytes', 'trustProxy', 'cors', 'logLevel',
+  'maxConnections', 'maxPendingBodyBytes',
 ]);
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -133,6 +138,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     else r.problem('trustProxy must be true or false');
   }
   const cors = readCors(r, raw.cors);
+  const connections = readConnectionBounds(r, raw);
   let logLevel: Config['logLevel'] = 'info';
   if (raw.logLevel !== undefined) {
     if ((LOG_LEVELS as readonly unknown[]).includes(raw.logLevel)) logLevel = raw.logLevel as Config['logLevel'];
@@ -144,6 +150,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   }
   return Object.freeze({
     host, port, dataFile, environments, plans, keys, ban, anonymous, anonymousTableSize, maxBodyBytes, trustProxy, cors, logLevel,
+    ...connections,
   });
 }
 
@@ -179,6 +186,16 @@ function isBaseUrl(url: unknown): url is string {
   } catch {
     return false;
   }
+}
+
+function readConnectionBounds(r: Reader, raw: Raw): Pick<Config, 'maxConnections' | 'maxPendingBodyBytes'> {
+  const maxConnections = raw.maxConnections === undefined ? 10_000 : (r.positiveInt(raw.maxConnections, 'maxConnections') ?? 10_000);
+  if (raw.maxPendingBodyBytes === undefined) return { maxConnections, maxPendingBodyBytes: 32 * 1024 * 1024 };
+  const maxPendingBodyBytes = r.positiveInt(raw.maxPendingBodyBytes, 'maxPendingBodyBytes') ?? 32 * 1024 * 1024;
+  // Below one body of the largest size, such a body could never be received.
+  const maxBody = typeof raw.maxBodyBytes === 'number' ? raw.maxBodyBytes : 64 * 1024;
+  if (maxPendingBodyBytes < maxBody) r.problem(`maxPendingBodyBytes (${maxPendingBodyBytes}) must be at least maxBodyBytes (${maxBody})`);
+  return { maxConnections, maxPendingBodyBytes };
 }
 
 function readPlans(r: Reader, v: unknown): Record<string, Limits> {

@@ -118,6 +118,8 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
       requireHostHeader: false,
     }, listener);
     server.on('checkExpectation', listener);
+    // Past it node closes new connections at once: file descriptors stay for the data files.
+    server.maxConnections = config.maxConnections;
     server.on('connect', refuseConnect);
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
     await listen(server, options.port ?? config.port, options.host ?? config.host);
@@ -160,6 +162,7 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
       const next = await resolveConfig(source ?? options.config);
       const ignored = restartOnlyChanges(config, next);
       config = next;
+      listening.maxConnections = next.maxConnections;
       // Keys that still exist keep their buckets and bans; revoked keys are forgotten.
       keyLimiter.retain(new Set(next.keys.keys()));
       keyLimiter.configure(next.ban);
@@ -252,10 +255,34 @@ function endWith(socket: Socket, status: number, body: string, extra = ''): void
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n${extra}Connection: close\r\n\r\n${body}`,
   );
+  closeAfterAnswer(socket);
 }
 
-/** CONNECT (a proxy tunnel) reaches node's 'connect' event, not the app: refuse it there. */
+/** How long a socket answered outside node's request cycle may stay before it is destroyed. */
+const LINGER_MS = 2_000;
+
+/**
+ * end() only half-closes: the socket (and its file descriptor) stays until the client closes
+ * its side, which a silent or hostile client never does. So: read and discard what it still
+ * sends (unread input would turn the close into a reset that can destroy the answer before
+ * the client reads it), destroy the socket once the client has closed its side, and destroy
+ * it anyway LINGER_MS after the answer, whatever the client does.
+ */
+function closeAfterAnswer(socket: Socket): void {
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+  socket.once('end', () => socket.destroy());
+  socket.resume();
+}
+
+/**
+ * CONNECT (a proxy tunnel) reaches node's 'connect' event, not the app: refuse it there.
+ * node has removed its own 'error' listener from the socket by then: without one, a client
+ * that resets the connection would end the process with an unhandled 'error' event.
+ */
 function refuseConnect(req: IncomingMessage, socket: Socket): void {
+  socket.on('error', () => socket.destroy());
   endWith(socket, 405, errorBody('method_not_allowed', 'CONNECT is not supported: this is not a proxy.'), 'Allow: GET, POST, HEAD\r\n');
 }
 
