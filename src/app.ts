@@ -16,7 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { authenticate, challenge } from './auth.js';
-import { BodyTooLarge, sendContinue } from './body.js';
+import { BodyTooLarge, PendingBodies, sendContinue } from './body.js';
 import type { Config } from './config.js';
 import { ApiError, type ErrorCode } from './errors.js';
 import { forwardedAddress } from './forwarded.js';
@@ -50,6 +50,7 @@ interface Instance {
   readonly deps: AppDeps;
   readonly router: Router<RouteSpec>;
   readonly pages: PageCache;
+  readonly bodies: PendingBodies;
   readonly accessLog: boolean;
   /** Host header value -> base URL, so a request does not build the same string again. */
   readonly bases: Map<string, string>;
@@ -90,6 +91,7 @@ export function createApp(deps: AppDeps): RequestListener {
     deps,
     router,
     pages: new PageCache(),
+    bodies: new PendingBodies(),
     // Decided once: with access logs off, a request builds no log fields at all.
     accessLog: deps.logger.enabled?.('info') ?? true,
     bases: new Map(),
@@ -191,6 +193,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
       base: base(app, x.req),
       config,
       pages: app.pages,
+      bodies: app.bodies,
     };
     const reply = match.handler.handler(ctx);
     if (reply instanceof Promise) return reply.then((r) => sendReply(app, x, r));
@@ -295,11 +298,51 @@ function fail(app: Instance, x: Exchange, err: unknown): void {
   // unless the announced length is beyond what would be drained anyway.
   const announced = Number(x.req.headers['content-length'] ?? 0);
   if (error instanceof BodyTooLarge && !x.req.complete && !(announced > DRAIN_CAP_BYTES)) {
-    discardThen(x, () => send(app, x, error.status, body));
+    discardThen(x, () => sendOrAbandon(app, x, error.status, body));
   } else {
     if (error instanceof BodyTooLarge && !x.req.complete) x.headers.connection = 'close';
-    send(app, x, error.status, body);
+    sendOrAbandon(app, x, error.status, body);
   }
+}
+
+/**
+ * fail()'s way out, which must not throw: a response node refuses to write (writeHead throws
+ * on a header value outside Latin-1, say) would otherwise escape the request, and the
+ * process. Such a request gets no answer: its connection is closed, and the failure logged.
+ */
+function sendOrAbandon(app: Instance, x: Exchange, status: number, body: string): void {
+  try {
+    send(app, x, status, body);
+  } catch (err) {
+    app.deps.logger.log('error', 'the response could not be written; connection closed', {
+      reqId: x.reqId, status, err: err instanceof Error ? err.message : String(err),
+    });
+    x.res.destroy();
+  }
+}
+
+/**
+ * An answer given before the request's body was read (401, 404, 405, 429, a GET with a
+ * body, ...): after it node reads and discards the rest of the body, however long. The
+ * 413's cap holds for them too: an announced body past DRAIN_CAP_BYTES gets its answer
+ * and a close; a chunked one is cut once DRAIN_CAP_BYTES have been discarded. A body within
+ * the cap is still discarded, so the client reads its answer rather than a reset.
+ */
+function boundUnreadBody(x: Exchange): void {
+  const req = x.req;
+  if (req.complete || x.headers.connection === 'close') return;
+  const length = req.headers['content-length'];
+  if (length !== undefined) {
+    if (Number(length) > DRAIN_CAP_BYTES) x.headers.connection = 'close';
+    return;
+  }
+  const socket = req.socket;
+  let drained = 0;
+  req.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_CAP_BYTES) socket.destroy();
+  });
+  req.resume();
 }
 
 /**
@@ -344,6 +387,8 @@ function send(app: Instance, x: Exchange, status: number, body: string | Buffer 
     headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
   }
   headers['cache-control'] = 'no-store';
+  const rh = x.req.headers;
+  if (rh['content-length'] !== undefined || rh['transfer-encoding'] !== undefined) boundUnreadBody(x);
   x.res.writeHead(status, headers);
   x.res.end(body);
   if (!app.accessLog) return;

@@ -10,6 +10,32 @@ export class BodyTooLarge extends ApiError {
   }
 }
 
+/**
+ * Bytes of unfinished request bodies held in memory, all requests of one app together:
+ * without a bound, thousands of connections each holding a body just under the maximum,
+ * never finished, hold gigabytes.
+ */
+export class PendingBodies {
+  #held = 0;
+  get held(): number {
+    return this.#held;
+  }
+  /** Counts n more bytes as held; false, and nothing counted, when that would pass `limit`. */
+  take(n: number, limit: number): boolean {
+    if (this.#held + n > limit) return false;
+    this.#held += n;
+    return true;
+  }
+  release(n: number): void {
+    this.#held -= n;
+  }
+}
+
+/** 503 while too many bodies are arriving at once: a client that retries is served later. */
+function tooManyPending(): ApiError {
+  return new ApiError('service_unavailable', 'Too many request bodies are arriving at once; nothing was added. Retry later.', { 'retry-after': '1' });
+}
+
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 
 /** True for application/json and application/*+json, with at most charset=utf-8. */
@@ -21,14 +47,23 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 
 const CHUNKED = /^[ \t]*chunked[ \t]*$/i;
 
+export interface BodyOptions {
+  /** With it, a client that sent "Expect: 100-continue" is told to go on (see readJsonBody). */
+  readonly res?: ServerResponse;
+  /** The bytes of unfinished bodies of this app, bounded by maxPending in all. */
+  readonly bodies?: PendingBodies;
+  readonly maxPending?: number;
+}
+
 /**
- * Reads and parses the body. With `res`, a client that sent "Expect: 100-continue" is told to
- * go on (100 Continue) once the request has passed every check that does not need the body,
- * so that a 413 or 415 (or a 401 or 404 before this) is its answer instead, and the body is
- * never sent (RFC 9110 section 10.1.1). The server hands such requests over without a 100
- * (it listens to checkContinue).
+ * Reads and parses a JSON body of at most maxBytes. With `res`, a client that sent "Expect:
+ * 100-continue" is told to go on (100 Continue) once the request has passed every check that
+ * does not need the body, so that a 413 or 415 (or a 401 or 404 before this) is its answer
+ * instead, and the body is never sent (RFC 9110 section 10.1.1). The server hands such
+ * requests over without a 100 (it listens to checkContinue).
  */
-export async function readJsonBody(req: IncomingMessage, maxBytes: number, res?: ServerResponse): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, maxBytes: number, opts: BodyOptions = {}): Promise<unknown> {
+  const { res, bodies, maxPending = Infinity } = opts;
   const type = req.headers['content-type'];
   const length = req.headers['content-length'];
   const coding = req.headers['transfer-encoding'];
@@ -47,7 +82,7 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number, res?:
   if (length !== undefined && Number(length) > maxBytes) throw new BodyTooLarge(maxBytes);
   if (res !== undefined && req.headers.expect !== undefined && !req.complete) sendContinue(req, res);
 
-  const body = await collect(req, maxBytes);
+  const body = await collect(req, maxBytes, bodies ?? new PendingBodies(), maxPending);
   if (body.length === 0) throw new ApiError('invalid_request', 'A request body (a JSON object) is required.');
   let text: string;
   try {
@@ -76,7 +111,7 @@ export function sendContinue(req: IncomingMessage, res: ServerResponse): void {
  * destroys the request and with it the socket, and the 413 would never reach the client.
  * On overflow the stream is left flowing for the caller to drain.
  */
-function collect(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+function collect(req: IncomingMessage, maxBytes: number, bodies: PendingBodies, maxPending: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -84,19 +119,28 @@ function collect(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
+      req.off('close', onError);
+      bodies.release(size);
+      size = 0;
     };
     const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > maxBytes) {
+      if (size + chunk.length > maxBytes) {
         done();
         reject(new BodyTooLarge(maxBytes));
         return;
       }
+      if (!bodies.take(chunk.length, maxPending)) {
+        done();
+        reject(tooManyPending());
+        return;
+      }
+      size += chunk.length;
       chunks.push(chunk);
     };
     const onEnd = (): void => {
+      const length = size;
       done();
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, length));
     };
     const onError = (): void => {
       done();
@@ -105,5 +149,7 @@ function collect(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
+    // A request cut short (its connection closed) may end with 'close' alone.
+    req.on('close', onError);
   });
 }

@@ -8,6 +8,7 @@ import { ConfigError, loadConfigFile, parseConfig, type Config } from './config.
 import { batchingSink, jsonLogger } from './log.js';
 import { readSeedFile } from './seed.js';
 import { StartError, startPetstore, type PetstoreHandle } from './server.js';
+import { safeStderr, safeStdout } from './stdio.js';
 import { StoreOpenError } from './store.js';
 import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from './store-lock.js';
 import defaultConfig from '../petstore.config.json' with { type: 'json' };
@@ -47,8 +48,9 @@ export interface Io {
 }
 
 const processIo: Io = {
-  out: (line) => process.stdout.write(`${line}\n`),
-  err: (line) => process.stderr.write(`${line}\n`),
+  // A closed pipe on either must not stop the service (see stdio.ts).
+  out: (line) => safeStdout()(`${line}\n`),
+  err: (line) => safeStderr()(`${line}\n`),
 };
 
 interface Resolved {
@@ -82,7 +84,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
 
   let handle: PetstoreHandle;
-  const out = batchingSink((chunk) => process.stdout.write(chunk));
+  const out = batchingSink(safeStdout());
   try {
     const seed = resolved.seedFile === undefined ? undefined : await readSeedFile(resolved.seedFile);
     handle = await startPetstore({
@@ -96,7 +98,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       lockStaleMs: lockStaleFromEnv(env),
     });
   } catch (err) {
-    out.drainTo((chunk) => process.stderr.write(chunk));
+    out.drainTo(safeStderr());
     io.err(`petstore: ${describeStartError(err)}`);
     return 1;
   }

@@ -37,6 +37,10 @@ export interface Config {
   readonly trustProxy: boolean;
   readonly cors: { readonly origins: readonly string[] };
   readonly logLevel: LogLevel | 'silent';
+  /** Concurrent connections; past it new ones are closed at once. */
+  readonly maxConnections: number;
+  /** Bytes of unfinished request bodies held in memory at once, all requests together. */
+  readonly maxPendingBodyBytes: number;
 }
 
 export const DEFAULT_PLANS: ReadonlyMap<string, Limits> = new Map<string, Limits>([
@@ -48,6 +52,7 @@ export const DEFAULT_PLANS: ReadonlyMap<string, Limits> = new Map<string, Limits
 const TOP_LEVEL = new Set([
   '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
   'anonymousTableSize', 'maxBodyBytes', 'trustProxy', 'cors', 'logLevel',
+  'maxConnections', 'maxPendingBodyBytes',
 ]);
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -141,6 +146,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     else r.problem('trustProxy must be true or false');
   }
   const cors = readCors(r, raw.cors);
+  const connections = readConnectionBounds(r, raw);
   let logLevel: Config['logLevel'] = 'info';
   if (raw.logLevel !== undefined) {
     if ((LOG_LEVELS as readonly unknown[]).includes(raw.logLevel)) logLevel = raw.logLevel as Config['logLevel'];
@@ -152,6 +158,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   }
   return Object.freeze({
     host, port, dataFile, environments, plans, keys, ban, anonymous, anonymousTableSize, maxBodyBytes, trustProxy, cors, logLevel,
+    ...connections,
   });
 }
 
@@ -165,13 +172,38 @@ function readEnvironments(r: Reader, v: unknown): Config['environments'] {
   for (const [name, url] of Object.entries(v)) {
     if (name !== 'production' && name !== 'staging') {
       r.problem(`environments.${name} is not a known environment (production, staging)`);
-    } else if (typeof url !== 'string' || !/^https?:\/\/[^\s]+\/v1$/.test(url)) {
-      r.problem(`environments.${name} must be an http(s) URL ending in /v1`);
+    } else if (!isBaseUrl(url)) {
+      r.problem(`environments.${name} must be an http(s) URL ending in /v1, absolute and in ASCII ` +
+        '(an international domain name in its xn-- form, other characters percent-encoded)');
     } else {
       out[name] = url;
     }
   }
   return Object.freeze(out);
+}
+
+// RFC 3986: scheme, authority (userinfo, host, port), path; no query or fragment before /v1.
+// ASCII only, and none of < > " or spaces: the URL goes into Link and Location header values,
+// which node refuses (throws) outside Latin-1, and into the <...> of a Link.
+const BASE_URL = /^https?:\/\/[A-Za-z0-9\-._~!$&'()*+,;=:@%[\]]+(?:\/[A-Za-z0-9\-._~!$&'()*+,;=:@%]*)*\/v1$/;
+
+function isBaseUrl(url: unknown): url is string {
+  if (typeof url !== 'string' || !BASE_URL.test(url)) return false;
+  try {
+    return new URL(url).hostname !== ''; // a valid host: no "https://[zz]/v1" or "http://a:b:c/v1"
+  } catch {
+    return false;
+  }
+}
+
+function readConnectionBounds(r: Reader, raw: Raw): Pick<Config, 'maxConnections' | 'maxPendingBodyBytes'> {
+  const maxConnections = raw.maxConnections === undefined ? 10_000 : (r.positiveInt(raw.maxConnections, 'maxConnections') ?? 10_000);
+  if (raw.maxPendingBodyBytes === undefined) return { maxConnections, maxPendingBodyBytes: 32 * 1024 * 1024 };
+  const maxPendingBodyBytes = r.positiveInt(raw.maxPendingBodyBytes, 'maxPendingBodyBytes') ?? 32 * 1024 * 1024;
+  // Below one body of the largest size, such a body could never be received.
+  const maxBody = typeof raw.maxBodyBytes === 'number' ? raw.maxBodyBytes : 64 * 1024;
+  if (maxPendingBodyBytes < maxBody) r.problem(`maxPendingBodyBytes (${maxPendingBodyBytes}) must be at least maxBodyBytes (${maxBody})`);
+  return { maxConnections, maxPendingBodyBytes };
 }
 
 function readPlans(r: Reader, v: unknown): ReadonlyMap<string, Limits> {

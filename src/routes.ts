@@ -2,7 +2,7 @@
 // handler. The app dispatches from it and the OpenAPI document is generated from it.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from './errors.js';
-import { readJsonBody } from './body.js';
+import { readJsonBody, type PendingBodies } from './body.js';
 import type { Query } from './query.js';
 import {
   cursorSchema, limitSchema, newPetSchema, parseListQuery, parseNewPet, parsePetId, petIdSchema, petSchema,
@@ -35,6 +35,8 @@ export interface HandlerContext {
   readonly config: Config;
   /** Serialized list pages of this app instance (see PageCache). */
   readonly pages: PageCache;
+  /** Bytes of unfinished request bodies this app instance holds (bounded by the config). */
+  readonly bodies: PendingBodies;
 }
 
 interface CachedPage {
@@ -174,10 +176,10 @@ const createPet: RouteSpec = {
     400: { description: 'The body is missing required fields or has invalid values.', schema: 'Error' },
     413: { description: 'The body is larger than the configured maximum.', schema: 'Error' },
     415: { description: 'The body is not application/json.', schema: 'Error' },
-    503: { description: 'The store cannot write right now; nothing was added.', schema: 'Error' },
+    503: { description: 'The store cannot write right now, or too many bodies are arriving at once; nothing was added.', schema: 'Error' },
   },
-  async handler({ req, res, store, maxBodyBytes, base }) {
-    const pet = parseNewPet(await readJsonBody(req, maxBodyBytes, res));
+  async handler({ req, res, store, maxBodyBytes, base, bodies, config }) {
+    const pet = parseNewPet(await readJsonBody(req, maxBodyBytes, { res, bodies, maxPending: config.maxPendingBodyBytes }));
     const stored = await store.create(pet);
     return { status: 201, body: stored.json, headers: { location: `${base}/pets/${stored.pet.id}` } };
   },

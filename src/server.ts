@@ -10,6 +10,7 @@ import { errorBody } from './errors.js';
 import { Limiter, checkConfiguration } from './limiter.js';
 import { loadLimiterState, startLimiterPersistence, type LimiterPersistence } from './limiter-state.js';
 import { functionLogger, jsonLogger, silentLogger } from './log.js';
+import { safeStdout } from './stdio.js';
 import { ROUTES, openApiRoute } from './routes.js';
 import { openFileStore, openMemoryStore, type PetStore } from './store.js';
 import type { Clock, LogLevel, Logger, NewPet, Pet } from './types.js';
@@ -66,7 +67,7 @@ async function resolveConfig(source: string | Record<string, unknown> | undefine
 
 function resolveLogger(option: StartOptions['logger'], config: Config): Logger {
   if (option === undefined || option === false) return silentLogger;
-  if (option === 'stdout') return jsonLogger(config.logLevel, (line) => process.stdout.write(line));
+  if (option === 'stdout') return jsonLogger(config.logLevel, safeStdout());
   if (typeof option === 'function') return functionLogger(option);
   return option;
 }
@@ -122,6 +123,8 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
     // Expect: 100-continue: node:http would send the 100 before the app has looked at the
     // request; readJsonBody sends it once a body is wanted, so a 401 or 413 comes instead.
     server.on('checkContinue', listener);
+    // Past it node closes new connections at once: file descriptors stay for the data files.
+    server.maxConnections = config.maxConnections;
     server.on('connect', refuseConnect);
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
     await listen(server, options.port ?? config.port, options.host ?? config.host);
@@ -150,6 +153,7 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
     const kept = new Set(next.keys.keys());
     const ignored = restartOnlyChanges(config, next);
     config = next;
+    listening.maxConnections = next.maxConnections;
     // Keys that still exist keep their buckets and bans; revoked keys are forgotten.
     keyLimiter.retain(kept);
     keyLimiter.configure(next.ban);
@@ -270,10 +274,34 @@ function endWith(socket: Socket, status: number, body: string, extra = ''): void
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n${extra}Connection: close\r\n\r\n${body}`,
   );
+  closeAfterAnswer(socket);
 }
 
-/** CONNECT (a proxy tunnel) reaches node's 'connect' event, not the app: refuse it there. */
+/** How long a socket answered outside node's request cycle may stay before it is destroyed. */
+const LINGER_MS = 2_000;
+
+/**
+ * end() only half-closes: the socket (and its file descriptor) stays until the client closes
+ * its side, which a silent or hostile client never does. So: read and discard what it still
+ * sends (unread input would turn the close into a reset that can destroy the answer before
+ * the client reads it), destroy the socket once the client has closed its side, and destroy
+ * it anyway LINGER_MS after the answer, whatever the client does.
+ */
+function closeAfterAnswer(socket: Socket): void {
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+  socket.once('end', () => socket.destroy());
+  socket.resume();
+}
+
+/**
+ * CONNECT (a proxy tunnel) reaches node's 'connect' event, not the app: refuse it there.
+ * node has removed its own 'error' listener from the socket by then: without one, a client
+ * that resets the connection would end the process with an unhandled 'error' event.
+ */
 function refuseConnect(req: IncomingMessage, socket: Socket): void {
+  socket.on('error', () => socket.destroy());
   endWith(socket, 405, errorBody('method_not_allowed', 'CONNECT is not supported: this is not a proxy.'), 'Allow: GET, POST, HEAD\r\n');
 }
 

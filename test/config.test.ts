@@ -26,6 +26,20 @@ test('defaults: spec plans, ban, anonymous budget, 64 KiB bodies', () => {
   assert.ok(Object.isFrozen(c));
 });
 
+test('connection bounds: 10,000 connections and 32 MiB of unfinished bodies by default, both configurable', () => {
+  const c = parseConfig({}, 'x', '/srv');
+  assert.equal(c.maxConnections, 10_000);
+  assert.equal(c.maxPendingBodyBytes, 32 * 1024 * 1024);
+  const d = parseConfig({ maxConnections: 50, maxPendingBodyBytes: 1024, maxBodyBytes: 1024 }, 'x', '/srv');
+  assert.equal(d.maxConnections, 50);
+  assert.equal(d.maxPendingBodyBytes, 1024);
+});
+
+test('environment URLs: absolute http(s) in ASCII, with ports, IPv6 hosts, paths, international names as xn--', () => {
+  const environments = { production: 'https://api.xn--exmple-jc1c.com:8443/petstore/v1', staging: 'http://[::1]:8080/v1' };
+  assert.deepEqual({ ...parseConfig({ environments }, 'x', '/srv').environments }, environments);
+});
+
 test('keys in clear and as digests; enterprise limits; names', () => {
   const digest = createHash('sha256').update('secret-ci').digest('hex');
   const c = parseConfig({
@@ -70,6 +84,12 @@ const bad: Array<{ name: string; raw: unknown; expect: RegExp[] }> = [
   { name: 'ban wrong', raw: { ban: { after: 0, seconds: 'x' } }, expect: [/ban\.after/, /ban\.seconds/] },
   { name: 'environment unknown', raw: { environments: { dev: 'http://x/v1' } }, expect: [/environments\.dev/] },
   { name: 'environment URL without /v1', raw: { environments: { production: 'https://x' } }, expect: [/environments\.production/] },
+  { name: 'environment URL outside ASCII', raw: { environments: { production: 'https://api.ex\u20acmple.com/v1' } }, expect: [/environments\.production must be an http\(s\) URL ending in \/v1, absolute and in ASCII/] },
+  { name: 'environment URL with a space or <>', raw: { environments: { production: 'https://a b/v1', staging: 'https://x/<a>/v1' } }, expect: [/environments\.production/, /environments\.staging/] },
+  { name: 'environment URL with no valid host', raw: { environments: { production: 'https://[zz]/v1', staging: 'http:///v1' } }, expect: [/environments\.production/, /environments\.staging/] },
+  { name: 'maxConnections zero', raw: { maxConnections: 0 }, expect: [/maxConnections must be a positive integer/] },
+  { name: 'maxPendingBodyBytes a string', raw: { maxPendingBodyBytes: '1mb' }, expect: [/maxPendingBodyBytes must be a positive integer/] },
+  { name: 'maxPendingBodyBytes below maxBodyBytes', raw: { maxPendingBodyBytes: 1000 }, expect: [/maxPendingBodyBytes \(1000\) must be at least maxBodyBytes \(65536\)/] },
   { name: 'cors origin with a path', raw: { cors: { origins: ['https://a.example/x'] } }, expect: [/cors\.origins\[0\]/] },
   { name: 'bad log level', raw: { logLevel: 'loud' }, expect: [/logLevel/] },
   { name: 'maxBodyBytes zero', raw: { maxBodyBytes: 0 }, expect: [/maxBodyBytes/] },
