@@ -139,10 +139,9 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
     host: address.address,
     close() {
       stopping = true;
-      closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(async () => {
-        await store.close();
-        await persistence?.stop();
-      });
+      closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(() =>
+        releaseAll([() => store.close(), async () => persistence?.stop()]),
+      );
       return closing;
     },
     async reset() {
@@ -179,6 +178,15 @@ function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.dataFile !== next.dataFile) fields.push('dataFile');
   if (old.logLevel !== next.logLevel) fields.push('logLevel');
   return fields;
+}
+
+/**
+ * Releases each resource whatever the others did: a store that fails to close must not keep
+ * the limiter state from being saved. Rejects with the first failure, once all have run.
+ */
+async function releaseAll(steps: ReadonlyArray<() => Promise<void>>): Promise<void> {
+  const results = await Promise.allSettled(steps.map(async (step) => step()));
+  for (const r of results) if (r.status === 'rejected') throw r.reason;
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

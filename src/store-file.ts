@@ -113,21 +113,38 @@ export class FileStore extends IndexedStore {
    * rotation of a compaction in between (never while a batch is in flight). Never rejects.
    */
   async #drain(): Promise<void> {
+    // The batch being written, so that an unexpected throw can still settle it.
+    let ops: Op[] = [];
     try {
       do {
-        const ops = this.#queue.splice(0);
+        ops = this.#queue.splice(0);
         if (ops.length > 0 && (!this.#needsRebuild || (await this.#tryRebuild(ops)))) await this.#commit(ops);
+        ops = [];
         await this.#maybeStartCompaction();
       } while (this.#queue.length > 0);
     } catch (err) {
-      // Only a bug gets here; fail what is queued rather than leave callers waiting forever.
-      this.#logger.log('error', 'store writer failed unexpectedly', { error: describeError(err) });
-      const failure = new StoreUnavailableError(`internal store error: ${describeError(err)}`);
-      for (const op of this.#queue.splice(0)) op.reject(failure);
+      this.#writerFailed(err, ops);
     } finally {
       // Same synchronous turn as the last queue check: an op queued after this starts a new drain.
       this.#draining = false;
     }
+  }
+
+  /**
+   * Only a bug gets here (e.g. a seed whose fields throw when read). Every operation taken
+   * is settled, none left waiting: the batch in flight and the queue are rejected (a promise
+   * already resolved stays resolved). What the journal may hold of that batch is not known,
+   * so it is rewritten from memory before the next write: nothing of the batch is stored.
+   */
+  #writerFailed(err: unknown, inFlight: Op[]): void {
+    this.#logger.log('error', 'store writer failed unexpectedly', { error: describeError(err) });
+    const failure = new StoreUnavailableError(`internal store error: ${describeError(err)}`);
+    for (const op of inFlight) op.reject(failure);
+    for (const op of this.#queue.splice(0)) op.reject(failure);
+    this.#needsRebuild = true;
+    const journal = this.#journal;
+    this.#journal = null;
+    void this.#closeQuietly(journal);
   }
 
   /** Writes one batch and makes it visible, or rejects all of it. */
