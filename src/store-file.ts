@@ -9,8 +9,8 @@
 //   that cannot be parsed refuses the start and is not touched.
 // - Compaction rotates the journal to `.journal.old` between batches, writes a snapshot of
 //   what that covers, then unlinks `.old`. Replay reads snapshot, `.old`, journal; records
-//   below the running nextId are already there and are skipped, so every crash point
-//   replays to the acknowledged state.
+//   below the running nextId must be exactly the pets already there and are skipped, so
+//   every crash point replays to the acknowledged state (store-journal.ts checks the rest).
 // - A failed write rejects its whole batch (503) and changes nothing in memory. The ids it
 //   would have used are given out again: the journal is cut back to its last durable length
 //   first, or, if that fails too, rebuilt from memory (snapshot + empty journal) before the
