@@ -75,7 +75,7 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
   const logger = resolveLogger(options.logger, config);
   const dataFile = options.dataFile;
 
-  const store: PetStore = dataFile === undefined ? openMemoryStore() : await openFileStore(dataFile, { logger });
+  const store: PetStore = dataFile === undefined ? openMemoryStore() : await openFileStore(dataFile, { logger, maxQueuedWrites: config.maxQueuedWrites });
   const keyLimiter = new Limiter({ clock, ban: config.ban });
   const addressLimiter = new Limiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
   let persistence: LimiterPersistence | undefined;
@@ -176,6 +176,7 @@ function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.host !== next.host) fields.push('host');
   if (old.port !== next.port) fields.push('port');
   if (old.dataFile !== next.dataFile) fields.push('dataFile');
+  if (old.maxQueuedWrites !== next.maxQueuedWrites) fields.push('maxQueuedWrites');
   if (old.logLevel !== next.logLevel) fields.push('logLevel');
   return fields;
 }

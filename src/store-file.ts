@@ -21,7 +21,7 @@ import { IndexedStore } from './store-base.js';
 import type { Op } from './store-batch.js';
 import { fsyncDir, makeDir, unlinkIfPresent } from './store-disk.js';
 import type { DiskOp, IoHook, StorePaths } from './store-disk.js';
-import { describeError, errorCode, StoreUnavailableError } from './store-errors.js';
+import { describeError, errorCode, StoreBusyError, StoreUnavailableError } from './store-errors.js';
 import type { IndexView, PetIndex } from './store-index.js';
 import { JournalWriter } from './store-journal.js';
 import { reassertLock, releaseLock } from './store-lock.js';
@@ -36,9 +36,16 @@ export interface FileStoreOptions {
   compactMinBytes?: number;
   /** Test hook: called before disk operations; throwing simulates a disk error there. */
   beforeIo?: (op: DiskOp) => void;
+  /**
+   * Writes that may wait for the batch in flight; past it a write is refused at once
+   * (StoreBusyError, a 503), so a disk slower than the clients cannot grow memory without
+   * bound. Default DEFAULT_MAX_QUEUED_WRITES.
+   */
+  maxQueuedWrites?: number;
 }
 
 const DEFAULT_COMPACT_MIN_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_QUEUED_WRITES = 10_000;
 
 /** The running file store; opened by openFileStore (store-open.ts). */
 export class FileStore extends IndexedStore {
@@ -47,6 +54,7 @@ export class FileStore extends IndexedStore {
   readonly #onFlush: ((batchSize: number) => void) | undefined;
   readonly #beforeIo: IoHook;
   readonly #compactMinBytes: number;
+  readonly #maxQueued: number;
   /** The active journal; null only while a rebuild is pending after a failure. */
   #journal: JournalWriter | null;
   #snapshotBytes: number;
@@ -77,6 +85,7 @@ export class FileStore extends IndexedStore {
     this.#onFlush = opts.onFlush;
     this.#beforeIo = opts.beforeIo;
     this.#compactMinBytes = opts.compactMinBytes ?? DEFAULT_COMPACT_MIN_BYTES;
+    this.#maxQueued = opts.maxQueuedWrites ?? DEFAULT_MAX_QUEUED_WRITES;
     this.#journal = journal;
     this.#snapshotBytes = sizes.snapshotBytes;
     this.#oldJournalBytes = sizes.oldJournalBytes;
@@ -93,6 +102,10 @@ export class FileStore extends IndexedStore {
   protected run(op: Op): void {
     if (this.#closing !== null) {
       op.reject(new StoreUnavailableError('the store is closed'));
+      return;
+    }
+    if (this.#queue.length >= this.#maxQueued) {
+      op.reject(new StoreBusyError(`${this.#queue.length} writes are already waiting for the disk`));
       return;
     }
     this.#queue.push(op);
