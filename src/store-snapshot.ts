@@ -79,6 +79,7 @@ class SnapshotDamage extends Error {
  */
 class SnapshotLines {
   #nextId = 0;
+  #lastId = 0;
   readonly #pets: Pet[] = [];
   /** 'head': first line not seen; 'pet': a pet (or the end of an empty list) comes next. */
   #expect: 'head' | 'pet' | 'pet-or-end' | 'end' | 'nothing' = 'head';
@@ -122,8 +123,7 @@ class SnapshotLines {
     if (tail !== '' && !this.line(tail, line)) return undefined;
     if (this.#expect === 'head') return undefined;
     if (this.#expect !== 'nothing') throw new SnapshotDamage(line, 'the file ends before the end of the document');
-    const last = this.#pets.at(-1);
-    const problem = checkNextId(this.#nextId, last?.id ?? 0);
+    const problem = checkNextId(this.#nextId, this.#lastId);
     if (problem !== undefined) throw new SnapshotDamage(1, `the document ${problem}`);
     return { nextId: this.#nextId, pets: this.#pets };
   }
@@ -137,9 +137,9 @@ class SnapshotLines {
     }
     const pet = checkPet(value);
     if (typeof pet === 'string') throw new SnapshotDamage(line, `the pet ${pet}`);
-    const previous = this.#pets.at(-1)?.id ?? 0;
-    if (pet.id <= previous) throw new SnapshotDamage(line, `pet id ${pet.id} is not above the one before it (${previous})`);
+    if (pet.id <= this.#lastId) throw new SnapshotDamage(line, `pet id ${pet.id} is not above the one before it (${this.#lastId})`);
     if (pet.id >= this.#nextId) throw new SnapshotDamage(line, `pet id ${pet.id} is not below "nextId" (${this.#nextId})`);
+    this.#lastId = pet.id;
     this.#pets.push(pet);
   }
 }
