@@ -48,6 +48,8 @@ interface CachedPage {
   readonly nextAfter: number | undefined;
   /** The next link as last built, and the base URL it was built for. */
   link?: { readonly base: string; readonly value: string };
+  /** Read since the cache last looked at it for eviction (see PageCache). */
+  used?: boolean;
 }
 
 /**
@@ -64,7 +66,7 @@ interface CachedPage {
 export class PageCache {
   static readonly MAX_PAGES = 1024;
   static readonly MAX_BYTES = 16 * 1024 * 1024;
-  readonly #pages = new Map<string, { readonly page: CachedPage; used: boolean }>();
+  readonly #pages = new Map<string, CachedPage>();
   readonly #maxPages: number;
   readonly #maxBytes: number;
   #bytes = 0;
@@ -84,12 +86,10 @@ export class PageCache {
   }
 
   get(key: string, store: PetStore): CachedPage | undefined {
-    const entry = this.#pages.get(key);
-    if (entry === undefined) return undefined;
-    const page = entry.page;
-    if (page.generation !== store.generation) return undefined;
+    const page = this.#pages.get(key);
+    if (page === undefined || page.generation !== store.generation) return undefined;
     if (page.nextAfter === undefined && page.count !== store.count) return undefined;
-    entry.used = true;
+    page.used = true;
     return page;
   }
 
@@ -98,27 +98,28 @@ export class PageCache {
     this.#drop(key);
     if (size > this.#maxBytes) return; // would evict everything else for one page
     while (this.#pages.size >= this.#maxPages || this.#bytes + size > this.#maxBytes) this.#evictOne();
-    this.#pages.set(key, { page, used: false });
+    page.used = false;
+    this.#pages.set(key, page);
     this.#bytes += size;
   }
 
   #drop(key: string): void {
-    const entry = this.#pages.get(key);
-    if (entry === undefined) return;
+    const page = this.#pages.get(key);
+    if (page === undefined) return;
     this.#pages.delete(key);
-    this.#bytes -= entry.page.body.length;
+    this.#bytes -= page.body.length;
   }
 
   /** Drops the least recently used page (CLOCK): used ones get a second chance at the back. */
   #evictOne(): void {
-    for (const [key, entry] of this.#pages) {
+    for (const [key, page] of this.#pages) {
       this.#pages.delete(key);
-      if (entry.used) {
-        entry.used = false;
-        this.#pages.set(key, entry);
+      if (page.used === true) {
+        page.used = false;
+        this.#pages.set(key, page);
         continue;
       }
-      this.#bytes -= entry.page.body.length;
+      this.#bytes -= page.body.length;
       return;
     }
   }
