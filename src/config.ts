@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { MAX_BAN_SECONDS, MAX_LIMIT } from './limiter.js';
+import { DEFAULT_MAX_QUEUED_WRITES } from './store-file.js';
 import type { LogLevel } from './types.js';
 
 export interface Limits {
@@ -34,6 +35,8 @@ export interface Config {
   /** Size of the per-address table of keyless clients before the least recent are evicted. */
   readonly anonymousTableSize: number;
   readonly maxBodyBytes: number;
+  /** Creates that may wait for the data file's batch in flight; past it, 503 at once. */
+  readonly maxQueuedWrites: number;
   readonly trustProxy: boolean;
   readonly cors: { readonly origins: readonly string[] };
   readonly logLevel: LogLevel | 'silent';
@@ -52,7 +55,7 @@ export const DEFAULT_PLANS: ReadonlyMap<string, Limits> = new Map<string, Limits
 const TOP_LEVEL = new Set([
   '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
   'anonymousTableSize', 'maxBodyBytes', 'trustProxy', 'cors', 'logLevel',
-  'maxConnections', 'maxPendingBodyBytes',
+  'maxConnections', 'maxPendingBodyBytes', 'maxQueuedWrites',
 ]);
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -140,6 +143,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   const anonymous = raw.anonymous === undefined ? { perMinute: 30, perDay: 500 } : r.limits(raw.anonymous, 'anonymous');
   const anonymousTableSize = raw.anonymousTableSize === undefined ? 100_000 : r.positiveInt(raw.anonymousTableSize, 'anonymousTableSize');
   const maxBodyBytes = raw.maxBodyBytes === undefined ? 64 * 1024 : r.positiveInt(raw.maxBodyBytes, 'maxBodyBytes');
+  const maxQueuedWrites = raw.maxQueuedWrites === undefined ? DEFAULT_MAX_QUEUED_WRITES : r.positiveInt(raw.maxQueuedWrites, 'maxQueuedWrites');
   let trustProxy = false;
   if (raw.trustProxy !== undefined) {
     if (typeof raw.trustProxy === 'boolean') trustProxy = raw.trustProxy;
@@ -159,6 +163,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   return Object.freeze({
     host, port, dataFile, environments, plans, keys, ban, anonymous, anonymousTableSize, maxBodyBytes, trustProxy, cors, logLevel,
     ...connections,
+    maxQueuedWrites: maxQueuedWrites ?? DEFAULT_MAX_QUEUED_WRITES,
   });
 }
 

@@ -78,7 +78,9 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
   const logger = resolveLogger(options.logger, config);
   const dataFile = options.dataFile;
 
-  const store: PetStore = dataFile === undefined ? openMemoryStore() : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs });
+  const store: PetStore = dataFile === undefined
+    ? openMemoryStore()
+    : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs, maxQueuedWrites: config.maxQueuedWrites });
   const keyLimiter = new Limiter({ clock, ban: config.ban });
   const addressLimiter = new Limiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
   let persistence: LimiterPersistence | undefined;
@@ -167,10 +169,9 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
     host: address.address,
     close() {
       stopping = true;
-      closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(async () => {
-        await store.close();
-        await persistence?.stop();
-      });
+      closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(() =>
+        releaseAll([() => store.close(), async () => persistence?.stop()]),
+      );
       return closing;
     },
     async reset() {
@@ -200,8 +201,18 @@ function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.host !== next.host) fields.push('host');
   if (old.port !== next.port) fields.push('port');
   if (old.dataFile !== next.dataFile) fields.push('dataFile');
+  if (old.maxQueuedWrites !== next.maxQueuedWrites) fields.push('maxQueuedWrites');
   if (old.logLevel !== next.logLevel) fields.push('logLevel');
   return fields;
+}
+
+/**
+ * Releases each resource whatever the others did: a store that fails to close must not keep
+ * the limiter state from being saved. Rejects with the first failure, once all have run.
+ */
+async function releaseAll(steps: ReadonlyArray<() => Promise<void>>): Promise<void> {
+  const results = await Promise.allSettled(steps.map(async (step) => step()));
+  for (const r of results) if (r.status === 'rejected') throw r.reason;
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -73,7 +73,21 @@ export function checkSnapshot(doc: unknown): SnapshotContent | string {
     if (pet.id >= nextId) return `has a pet id (${pet.id}) not below "nextId" (${nextId})`;
     previousId = pet.id;
   }
+  const problem = checkNextId(nextId, previousId);
+  if (problem !== undefined) return problem;
   return { nextId, pets: pets as Pet[] };
+}
+
+/**
+ * The store's nextId is always one past its last pet's id (1 when empty): ids are given out
+ * in order and a failed write gives its ids out again. A larger one would hide every journal
+ * record below it, so it is damage.
+ */
+export function checkNextId(nextId: number, lastId: number): string | undefined {
+  if (nextId === lastId + 1) return undefined;
+  return lastId === 0
+    ? `has "nextId" ${nextId} but no pets (expected 1)`
+    : `has "nextId" ${nextId} but its last pet has id ${lastId} (expected ${lastId + 1})`;
 }
 
 /** The snapshot text before the first pet; pets follow one per line, comma-separated. */
@@ -83,6 +97,18 @@ export function snapshotHead(nextId: number): string {
 
 /** The snapshot text after the last pet. */
 export const SNAPSHOT_TAIL = '\n]}\n';
+/** The snapshot's last line. */
+export const SNAPSHOT_END = ']}';
+
+const HEAD = new RegExp(`^\\{"format":"${SNAPSHOT_FORMAT}","version":${SNAPSHOT_VERSION},"nextId":([1-9][0-9]{0,15}),"pets":\\[$`);
+
+/** The nextId of a snapshot's first line (snapshotHead), or undefined if it is not one. */
+export function parseHead(line: string): number | undefined {
+  const match = HEAD.exec(line);
+  if (match === null) return undefined;
+  const nextId = Number(match[1]);
+  return nextId <= MAX_NEXT_ID ? nextId : undefined;
+}
 
 /** One parsed journal line. */
 export type JournalRecord = { kind: 'pet'; pet: Pet } | { kind: 'reset' };

@@ -17,7 +17,12 @@ export class StoreOpenError extends Error {
  * store is closed. Nothing acknowledged was lost; a later attempt may succeed.
  */
 export class StoreUnavailableError extends Error {
-  override readonly name = 'StoreUnavailableError';
+  override readonly name: string = 'StoreUnavailableError';
+}
+
+/** Too many writes are already waiting for the disk: refused at once, nothing done. */
+export class StoreBusyError extends StoreUnavailableError {
+  override readonly name = 'StoreBusyError';
 }
 
 /** seed() was given ids the store cannot honour. */

@@ -9,8 +9,8 @@
 //   that cannot be parsed refuses the start and is not touched.
 // - Compaction rotates the journal to `.journal.old` between batches, writes a snapshot of
 //   what that covers, then unlinks `.old`. Replay reads snapshot, `.old`, journal; records
-//   below the running nextId are already there and are skipped, so every crash point
-//   replays to the acknowledged state.
+//   below the running nextId must be exactly the pets already there and are skipped, so
+//   every crash point replays to the acknowledged state (store-journal.ts checks the rest).
 // - A failed write rejects its whole batch (503) and changes nothing in memory. The ids it
 //   would have used are given out again: the journal is cut back to its last durable length
 //   first, or, if that fails too, rebuilt from memory (snapshot + empty journal) before the
@@ -21,7 +21,7 @@ import { IndexedStore } from './store-base.js';
 import type { Op } from './store-batch.js';
 import { fsyncDir, makeDir, unlinkIfPresent } from './store-disk.js';
 import type { DiskOp, IoHook, StorePaths } from './store-disk.js';
-import { describeError, errorCode, StoreUnavailableError } from './store-errors.js';
+import { describeError, errorCode, StoreBusyError, StoreUnavailableError } from './store-errors.js';
 import type { IndexView, PetIndex } from './store-index.js';
 import { JournalWriter } from './store-journal.js';
 import type { DataLock } from './store-lock.js';
@@ -38,9 +38,16 @@ export interface FileStoreOptions {
   beforeIo?: (op: DiskOp) => void;
   /** A lock not refreshed for this long is taken over by the next start; see store-lock.ts. */
   lockStaleMs?: number;
+  /**
+   * Writes that may wait for the batch in flight; past it a write is refused at once
+   * (StoreBusyError, a 503), so a disk slower than the clients cannot grow memory without
+   * bound. Default DEFAULT_MAX_QUEUED_WRITES.
+   */
+  maxQueuedWrites?: number;
 }
 
 const DEFAULT_COMPACT_MIN_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_QUEUED_WRITES = 10_000;
 
 /** The running file store; opened by openFileStore (store-open.ts). */
 export class FileStore extends IndexedStore {
@@ -49,6 +56,7 @@ export class FileStore extends IndexedStore {
   readonly #onFlush: ((batchSize: number) => void) | undefined;
   readonly #beforeIo: IoHook;
   readonly #compactMinBytes: number;
+  readonly #maxQueued: number;
   /** The active journal; null only while a rebuild is pending after a failure. */
   #journal: JournalWriter | null;
   #snapshotBytes: number;
@@ -82,6 +90,7 @@ export class FileStore extends IndexedStore {
     this.#onFlush = opts.onFlush;
     this.#beforeIo = opts.beforeIo;
     this.#compactMinBytes = opts.compactMinBytes ?? DEFAULT_COMPACT_MIN_BYTES;
+    this.#maxQueued = opts.maxQueuedWrites ?? DEFAULT_MAX_QUEUED_WRITES;
     this.#journal = journal;
     this.#snapshotBytes = sizes.snapshotBytes;
     this.#oldJournalBytes = sizes.oldJournalBytes;
@@ -98,6 +107,10 @@ export class FileStore extends IndexedStore {
   protected run(op: Op): void {
     if (this.#closing !== null) {
       op.reject(new StoreUnavailableError('the store is closed'));
+      return;
+    }
+    if (this.#queue.length >= this.#maxQueued) {
+      op.reject(new StoreBusyError(`${this.#queue.length} writes are already waiting for the disk`));
       return;
     }
     this.#queue.push(op);
@@ -118,21 +131,38 @@ export class FileStore extends IndexedStore {
    * rotation of a compaction in between (never while a batch is in flight). Never rejects.
    */
   async #drain(): Promise<void> {
+    // The batch being written, so that an unexpected throw can still settle it.
+    let ops: Op[] = [];
     try {
       do {
-        const ops = this.#queue.splice(0);
+        ops = this.#queue.splice(0);
         if (ops.length > 0 && (!this.#needsRebuild || (await this.#tryRebuild(ops)))) await this.#commit(ops);
+        ops = [];
         await this.#maybeStartCompaction();
       } while (this.#queue.length > 0);
     } catch (err) {
-      // Only a bug gets here; fail what is queued rather than leave callers waiting forever.
-      this.#logger.log('error', 'store writer failed unexpectedly', { error: describeError(err) });
-      const failure = new StoreUnavailableError(`internal store error: ${describeError(err)}`);
-      for (const op of this.#queue.splice(0)) op.reject(failure);
+      this.#writerFailed(err, ops);
     } finally {
       // Same synchronous turn as the last queue check: an op queued after this starts a new drain.
       this.#draining = false;
     }
+  }
+
+  /**
+   * Only a bug gets here (e.g. a seed whose fields throw when read). Every operation taken
+   * is settled, none left waiting: the batch in flight and the queue are rejected (a promise
+   * already resolved stays resolved). What the journal may hold of that batch is not known,
+   * so it is rewritten from memory before the next write: nothing of the batch is stored.
+   */
+  #writerFailed(err: unknown, inFlight: Op[]): void {
+    this.#logger.log('error', 'store writer failed unexpectedly', { error: describeError(err) });
+    const failure = new StoreUnavailableError(`internal store error: ${describeError(err)}`);
+    for (const op of inFlight) op.reject(failure);
+    for (const op of this.#queue.splice(0)) op.reject(failure);
+    this.#needsRebuild = true;
+    const journal = this.#journal;
+    this.#journal = null;
+    void this.#closeQuietly(journal);
   }
 
   /** Writes one batch and makes it visible, or rejects all of it. */

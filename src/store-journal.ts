@@ -1,16 +1,16 @@
 // The journal: one JSON line per created pet (or per reset), appended and made durable before
 // a create is acknowledged. Replayed over the snapshot at start.
-import { constants, fstatSync, readFileSync } from 'node:fs';
+import { constants, fstatSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { checkJournalRecord } from './store-codec.js';
+import { checkJournalRecord, petJson } from './store-codec.js';
 import { writeAll } from './store-disk.js';
 import type { IoHook, StorePaths } from './store-disk.js';
 import { describeError, errorCode, StoreOpenError } from './store-errors.js';
 import type { PetIndex } from './store-index.js';
-import type { Logger } from './types.js';
-
-const NEWLINE = 0x0a;
+import { forEachLine, LineTooLongError } from './store-lines.js';
+import type { LinesRead } from './store-lines.js';
+import type { Logger, Pet } from './types.js';
 
 /**
  * The journal is opened O_DSYNC where the platform has it: each write then returns only once
@@ -29,54 +29,84 @@ export interface ReplayResult {
   totalBytes: number;
 }
 
+/** What replay carries from one journal file to the next (`.old`, then the active one). */
+export class ReplayCheck {
+  /** Id of the last pet record since the start or the last reset: the next must be above it. */
+  previousId = 0;
+  /**
+   * The first record found below nextId that is not the pet already stored with its id. A
+   * later reset makes it moot (what it would have overlapped is gone); otherwise it refuses
+   * the start once every journal is read.
+   */
+  mismatch: StoreOpenError | undefined;
+}
+
 /**
- * Applies a journal file to the index. A record whose id is below the index's nextId is
- * already there (the snapshot was written after it, and the crash came before the journal
- * was dropped) and is skipped; a reset record empties the index.
+ * Applies a journal file to the index, checking every record. Pet ids ascend strictly from
+ * one record to the next, across `.old` and the active journal, restarting after a reset.
+ * A record whose id is below the index's nextId was written before the snapshot (a crash
+ * came between writing the snapshot and dropping that journal); it must be exactly the pet
+ * the store holds with that id, and is then skipped.
  *
- * Only the active journal may end in a torn line (a write cut short by a crash, so never
- * acknowledged): it is dropped with a warning. Any other damage refuses the start.
+ * Only the active journal may end in an unfinished line (no newline: a write cut short by a
+ * crash, so never acknowledged): it is dropped with a warning. A line that ends in a newline
+ * was written whole, so any damage in it, as anywhere else, refuses the start and names the
+ * line. The file is read a chunk at a time, never as one string.
  */
-export function replayJournal(path: string, paths: StorePaths, index: PetIndex, allowTornTail: boolean, logger: Logger): ReplayResult {
-  let buf: Buffer;
-  try {
-    buf = readFileSync(path);
-  } catch (err) {
-    if (errorCode(err) === 'ENOENT') return { existed: false, goodBytes: 0, totalBytes: 0 };
-    throw new StoreOpenError(paths.given, `Cannot read journal file ${path}: ${describeError(err)}.`, { cause: err });
-  }
-  const text = buf.toString('utf8');
+export function replayJournal(
+  path: string,
+  paths: StorePaths,
+  index: PetIndex,
+  allowTornTail: boolean,
+  logger: Logger,
+  check: ReplayCheck,
+): ReplayResult {
   const damaged = (line: number, what: string): StoreOpenError =>
     new StoreOpenError(
       paths.given,
       `Journal file ${path} is damaged at line ${line} (${what}); refusing to start so that it is not overwritten.`,
     );
-  let start = 0;
-  let line = 0;
-  while (start < text.length) {
-    line++;
-    const newline = text.indexOf('\n', start);
-    const end = newline === -1 ? text.length : newline;
-    const isLast = newline === -1 || newline === text.length - 1;
-    const parsed = parseLine(text.slice(start, end));
-    if (isLast && allowTornTail && (newline === -1 || parsed instanceof Error)) {
-      const goodBytes = startOfLastLine(buf);
-      logger.log('warn', 'dropping a torn last journal line (a write cut short, never acknowledged)', {
-        journal: path,
-        line,
-        bytes: buf.length - goodBytes,
-      });
-      return { existed: true, goodBytes, totalBytes: buf.length };
-    }
-    if (newline === -1) throw damaged(line, 'the line is incomplete');
+  const apply = (text: string, line: number): void => {
+    const parsed = parseLine(text);
     if (parsed instanceof Error) throw damaged(line, `not JSON: ${parsed.message}`);
     const record = checkJournalRecord(parsed);
     if (typeof record === 'string') throw damaged(line, `the record ${record}`);
-    if (record.kind === 'reset') index.clear();
-    else if (record.pet.id >= index.nextId) index.add(record.pet);
-    start = end + 1;
+    if (record.kind === 'reset') {
+      index.clear();
+      check.previousId = 0;
+      check.mismatch = undefined;
+      return;
+    }
+    const pet = record.pet;
+    if (pet.id <= check.previousId) throw damaged(line, `pet id ${pet.id} is not above the record before it (${check.previousId})`);
+    check.previousId = pet.id;
+    if (pet.id >= index.nextId) index.add(pet);
+    else if (check.mismatch === undefined && !samePet(index.get(pet.id), pet)) {
+      check.mismatch = damaged(line, `pet id ${pet.id} is below the next id (${index.nextId}) but is not the pet stored with that id`);
+    }
+  };
+  let read: LinesRead;
+  try {
+    read = forEachLine(path, apply);
+  } catch (err) {
+    if (err instanceof StoreOpenError) throw err;
+    if (err instanceof LineTooLongError) throw damaged(err.line, err.message);
+    if (errorCode(err) === 'ENOENT') return { existed: false, goodBytes: 0, totalBytes: 0 };
+    throw new StoreOpenError(paths.given, `Cannot read journal file ${path}: ${describeError(err)}.`, { cause: err });
   }
-  return { existed: true, goodBytes: buf.length, totalBytes: buf.length };
+  if (read.tail === '') return { existed: true, goodBytes: read.bytes, totalBytes: read.bytes };
+  const line = read.lines + 1;
+  if (!allowTornTail) throw damaged(line, 'the line is incomplete');
+  logger.log('warn', 'dropping a torn last journal line (a write cut short, never acknowledged)', {
+    journal: path,
+    line,
+    bytes: read.bytes - read.tailStart,
+  });
+  return { existed: true, goodBytes: read.tailStart, totalBytes: read.bytes };
+}
+
+function samePet(stored: Readonly<Pet> | undefined, pet: Readonly<Pet>): boolean {
+  return stored !== undefined && petJson(stored) === petJson(pet);
 }
 
 function parseLine(line: string): unknown {
@@ -85,16 +115,6 @@ function parseLine(line: string): unknown {
   } catch (err) {
     return err instanceof Error ? err : new Error(String(err));
   }
-}
-
-/**
- * Byte offset where the last line starts. Counted on the bytes, not the decoded text: a torn
- * line may end inside a multi-byte character.
- */
-function startOfLastLine(buf: Buffer): number {
-  const lastByte = buf.length - 1;
-  const from = buf[lastByte] === NEWLINE ? lastByte - 1 : lastByte;
-  return from < 0 ? 0 : buf.lastIndexOf(NEWLINE, from) + 1;
 }
 
 /** The open, active journal. Appends go at `length`, the end of the last durable batch. */

@@ -7,7 +7,7 @@ import { describeError, StoreOpenError } from './store-errors.js';
 import { FileStore } from './store-file.js';
 import type { FileStoreOptions } from './store-file.js';
 import { PetIndex } from './store-index.js';
-import { JournalWriter, replayJournal } from './store-journal.js';
+import { JournalWriter, ReplayCheck, replayJournal } from './store-journal.js';
 import { acquireLock, LockHeldError } from './store-lock.js';
 import type { DataLock } from './store-lock.js';
 import { readSnapshot } from './store-snapshot.js';
@@ -57,8 +57,10 @@ async function loadStore(paths: StorePaths, opts: FileStoreOptions, lock: DataLo
   const snapshot = readSnapshot(paths);
   const index = new PetIndex();
   index.load(snapshot.pets, snapshot.nextId);
-  const old = replayJournal(paths.oldJournal, paths, index, false, opts.logger);
-  const active = replayJournal(paths.journal, paths, index, true, opts.logger);
+  const check = new ReplayCheck();
+  const old = replayJournal(paths.oldJournal, paths, index, false, opts.logger, check);
+  const active = replayJournal(paths.journal, paths, index, true, opts.logger, check);
+  if (check.mismatch !== undefined) throw check.mismatch;
   const journal = await JournalWriter.open(paths.journal, active.goodBytes, active.totalBytes);
   try {
     if (!active.existed) await fsyncDir(paths.dir);

@@ -1,14 +1,16 @@
-// The snapshot: the whole store as one JSON document, replaced atomically (written to a
+// The snapshot: the whole store as one JSON document, one pet per line, replaced atomically (written to a
 // temporary file, fsynced, renamed over the data file, directory fsynced), so the data file
 // is never half-written.
 import { readFileSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
-import { checkSnapshot, petJson, snapshotHead, SNAPSHOT_TAIL } from './store-codec.js';
+import { checkNextId, checkPet, checkSnapshot, parseHead, petJson, snapshotHead, SNAPSHOT_END, SNAPSHOT_TAIL } from './store-codec.js';
 import type { SnapshotContent } from './store-codec.js';
 import { fsyncDir, unlinkIfPresent, writeAll } from './store-disk.js';
 import type { IoHook, StorePaths } from './store-disk.js';
 import { describeError, errorCode, StoreOpenError } from './store-errors.js';
 import type { IndexView } from './store-index.js';
+import { forEachLine, LineTooLongError } from './store-lines.js';
+import type { LineReadOptions, LinesRead } from './store-lines.js';
 import type { Logger, Pet } from './types.js';
 
 /**
@@ -20,21 +22,134 @@ const PETS_PER_CHUNK = 8192;
 export interface LoadedSnapshot extends SnapshotContent {
   /** Size of the file in bytes (0 when there is none). */
   bytes: number;
+  /** Length of the longest string decoded while reading (see store-lines.ts). */
+  largestString: number;
 }
 
 /**
  * Reads and checks the snapshot. A missing file is an empty store; anything unreadable or
  * malformed is a StoreOpenError, and the file is left exactly as it is.
  *
- * One readFileSync + one JSON.parse is the fastest way in (see the benchmark). It bounds the
- * snapshot to V8's largest string, 2^29 - 24 characters: about 7 million pets.
+ * The snapshot is read a chunk at a time, one pet per line (the layout writeSnapshot
+ * writes), so its size is bounded by the disk, not by V8's largest string. A file in any
+ * other layout (one JSON document on one line, as older versions or hand-made files have)
+ * is parsed whole, as before.
  */
-export function readSnapshot(paths: StorePaths): LoadedSnapshot {
+export function readSnapshot(paths: StorePaths, opts: LineReadOptions = {}): LoadedSnapshot {
+  const reader = new SnapshotLines();
+  let read: LinesRead;
+  try {
+    read = forEachLine(paths.snapshot, (text, line) => reader.line(text, line), opts);
+  } catch (err) {
+    if (errorCode(err) === 'ENOENT') return { nextId: 1, pets: [], bytes: 0, largestString: 0 };
+    if (err instanceof LineTooLongError) throw damagedSnapshot(paths, err.line, err.message);
+    if (err instanceof SnapshotDamage) throw damagedSnapshot(paths, err.line, err.message);
+    throw new StoreOpenError(paths.given, `Cannot read data file ${paths.given}: ${describeError(err)}.`, { cause: err });
+  }
+  let content: SnapshotContent | undefined;
+  try {
+    content = read.stopped ? undefined : reader.finish(read.tail, read.lines + 1);
+  } catch (err) {
+    if (err instanceof SnapshotDamage) throw damagedSnapshot(paths, err.line, err.message);
+    throw err;
+  }
+  if (content === undefined) return readWholeSnapshot(paths);
+  return { ...content, bytes: read.bytes, largestString: read.largestString };
+}
+
+function damagedSnapshot(paths: StorePaths, line: number, what: string): StoreOpenError {
+  return new StoreOpenError(
+    paths.given,
+    `Data file ${paths.given} is damaged at line ${line} (${what}); refusing to start so that it is not overwritten.`,
+  );
+}
+
+class SnapshotDamage extends Error {
+  constructor(readonly line: number, message: string) {
+    super(message);
+  }
+}
+
+/**
+ * The line layout, checked as it streams by:
+ *   {"format":"petstore-snapshot","version":1,"nextId":N,"pets":[
+ *   {pet},        (every pet but the last ends with a comma)
+ *   {pet}
+ *   ]}
+ */
+class SnapshotLines {
+  #nextId = 0;
+  #lastId = 0;
+  readonly #pets: Pet[] = [];
+  /** 'head': first line not seen; 'pet': a pet (or the end of an empty list) comes next. */
+  #expect: 'head' | 'pet' | 'pet-or-end' | 'end' | 'nothing' = 'head';
+
+  /** Takes one line; false (stop reading) when the file is not in the line layout at all. */
+  line(text: string, line: number): boolean {
+    switch (this.#expect) {
+      case 'head': {
+        const nextId = parseHead(text);
+        if (nextId === undefined) return false;
+        this.#nextId = nextId;
+        this.#expect = 'pet-or-end';
+        return true;
+      }
+      case 'pet':
+      case 'pet-or-end': {
+        if (text === SNAPSHOT_END) {
+          if (this.#expect === 'pet') throw new SnapshotDamage(line, 'a pet was expected after the comma');
+          this.#expect = 'nothing';
+          return true;
+        }
+        const more = text.endsWith(',');
+        this.#add(more ? text.slice(0, -1) : text, line);
+        this.#expect = more ? 'pet' : 'end';
+        return true;
+      }
+      case 'end':
+        if (text !== SNAPSHOT_END) throw new SnapshotDamage(line, `"${SNAPSHOT_END}" was expected after the last pet`);
+        this.#expect = 'nothing';
+        return true;
+      case 'nothing':
+        throw new SnapshotDamage(line, 'there is text after the end of the document');
+    }
+  }
+
+  /**
+   * After the last newline: `tail` is what follows it (normally nothing). Undefined if the
+   * file is not in the line layout at all (its first line is not the head).
+   */
+  finish(tail: string, line: number): SnapshotContent | undefined {
+    if (tail !== '' && !this.line(tail, line)) return undefined;
+    if (this.#expect === 'head') return undefined;
+    if (this.#expect !== 'nothing') throw new SnapshotDamage(line, 'the file ends before the end of the document');
+    const problem = checkNextId(this.#nextId, this.#lastId);
+    if (problem !== undefined) throw new SnapshotDamage(1, `the document ${problem}`);
+    return { nextId: this.#nextId, pets: this.#pets };
+  }
+
+  #add(text: string, line: number): void {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      throw new SnapshotDamage(line, `not JSON: ${describeError(err)}`);
+    }
+    const pet = checkPet(value);
+    if (typeof pet === 'string') throw new SnapshotDamage(line, `the pet ${pet}`);
+    if (pet.id <= this.#lastId) throw new SnapshotDamage(line, `pet id ${pet.id} is not above the one before it (${this.#lastId})`);
+    if (pet.id >= this.#nextId) throw new SnapshotDamage(line, `pet id ${pet.id} is not below "nextId" (${this.#nextId})`);
+    this.#lastId = pet.id;
+    this.#pets.push(pet);
+  }
+}
+
+/** A snapshot in another layout than one pet per line: parsed as one document. */
+function readWholeSnapshot(paths: StorePaths): LoadedSnapshot {
   let text: string;
   try {
     text = readFileSync(paths.snapshot, 'utf8');
   } catch (err) {
-    if (errorCode(err) === 'ENOENT') return { nextId: 1, pets: [], bytes: 0 };
     throw new StoreOpenError(paths.given, `Cannot read data file ${paths.given}: ${describeError(err)}.`, { cause: err });
   }
   let doc: unknown;
@@ -54,7 +169,7 @@ export function readSnapshot(paths: StorePaths): LoadedSnapshot {
       `Data file ${paths.given} is not a petstore snapshot: it ${content}; refusing to start so that it is not overwritten.`,
     );
   }
-  return { ...content, bytes: Buffer.byteLength(text) };
+  return { ...content, bytes: Buffer.byteLength(text), largestString: text.length };
 }
 
 /**

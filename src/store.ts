@@ -7,7 +7,7 @@ import { StoreUnavailableError } from './store-errors.js';
 import { PetIndex } from './store-index.js';
 import type { NewPet, Pet, PetStatus } from './types.js';
 
-export { StoreInputError, StoreOpenError, StoreUnavailableError } from './store-errors.js';
+export { StoreBusyError, StoreInputError, StoreOpenError, StoreUnavailableError } from './store-errors.js';
 export { openFileStore } from './store-open.js';
 export type { FileStoreOptions } from './store-file.js';
 export type { DiskOp } from './store-disk.js';

@@ -414,7 +414,6 @@ const tornTails: Array<{ name: string; tail: string }> = [
   { name: 'cut mid-record', tail: '{"id":4,"name":"pet' },
   { name: 'cut inside a multi-byte character', tail: '{"id":4,"name":"caf\xC3' },
   { name: 'complete JSON but no newline', tail: '{"id":4,"name":"x","categoryId":1}' },
-  { name: 'unparseable last line', tail: '{"id":4,"na\n' },
 ];
 
 for (const c of tornTails) {
@@ -442,6 +441,8 @@ const damagedJournals: Array<{ name: string; text: string; line: number }> = [
   { name: 'a valid JSON but invalid record', text: `${line({ id: 1, name: 'a', categoryId: 1 })}${line({ id: 'x' })}${line({ id: 3, name: 'b', categoryId: 1 })}`, line: 2 },
   { name: 'an invalid last record', text: `${line({ id: 1, name: 'a', categoryId: 1 })}${line({ id: 2, name: 5, categoryId: 1 })}`, line: 2 },
   { name: 'an unknown operation', text: `${line({ op: 'drop' })}${line({ id: 1, name: 'a', categoryId: 1 })}`, line: 1 },
+  // A line that ends in a newline was written whole: damage there is not a torn write.
+  { name: 'an unparseable last line that ends in a newline', text: `${line({ id: 1, name: 'a', categoryId: 1 })}{"id":2,"na\n`, line: 2 },
 ];
 
 for (const c of damagedJournals) {
