@@ -25,7 +25,7 @@ import { parseQuery } from './query.js';
 import { Router } from './router.js';
 import { PageCache, type HandlerContext, type Reply, type RouteSpec } from './routes.js';
 import type { PetStore } from './store.js';
-import { StoreInputError, StoreUnavailableError } from './store.js';
+import { StoreBusyError, StoreInputError, StoreUnavailableError } from './store.js';
 import type { Clock, Logger } from './types.js';
 
 export interface AppDeps {
@@ -56,6 +56,8 @@ interface Instance {
   readonly bases: Map<string, string>;
   /** Base URL + successor path -> the deprecation Link header value. */
   readonly links: Map<string, string>;
+  /** Creates refused because the write queue was full, not yet logged (one line a second at most). */
+  busy: { refused: number; loggedAt: number };
 }
 
 /** Per-request state carried through the phases. */
@@ -96,6 +98,7 @@ export function createApp(deps: AppDeps): RequestListener {
     accessLog: deps.logger.enabled?.('info') ?? true,
     bases: new Map(),
     links: new Map(),
+    busy: { refused: 0, loggedAt: -Infinity },
   };
   const ids = requestIds();
 
@@ -276,7 +279,8 @@ function fail(app: Instance, x: Exchange, err: unknown): void {
   } else if (err instanceof StoreUnavailableError) {
     error = new ApiError('service_unavailable', 'The store cannot write right now; nothing was added. Retry later.');
     x.headers['retry-after'] = '5';
-    deps.logger.log('error', 'store unavailable', { reqId: x.reqId, err: err.message });
+    if (err instanceof StoreBusyError) logBusy(app);
+    else deps.logger.log('error', 'store unavailable', { reqId: x.reqId, err: err.message });
   } else if (err instanceof StoreInputError) {
     // The store refused input it cannot honour (seed ids): the client's request, not a fault.
     error = new ApiError('invalid_request', err.message);
@@ -343,6 +347,20 @@ function boundUnreadBody(x: Exchange): void {
     if (drained > DRAIN_CAP_BYTES) socket.destroy();
   });
   req.resume();
+}
+
+/**
+ * A full write queue refuses creates by the thousand under overload: one log line a second
+ * says how many, instead of one line each.
+ */
+function logBusy(app: Instance): void {
+  const busy = app.busy;
+  busy.refused++;
+  const now = app.deps.clock.monotonic();
+  if (now - busy.loggedAt < 1000) return;
+  app.deps.logger.log('warn', 'store write queue full; creates answered 503', { refused: busy.refused });
+  busy.refused = 0;
+  busy.loggedAt = now;
 }
 
 /**

@@ -229,7 +229,8 @@ const createPet: RouteSpec = {
     400: { description: 'The body is missing required fields or has invalid values.', schema: 'Error' },
     413: { description: 'The body is larger than the configured maximum.', schema: 'Error' },
     415: { description: 'The body is not application/json.', schema: 'Error' },
-    503: { description: 'The store cannot write right now, or too many bodies are arriving at once; nothing was added.', schema: 'Error' },
+    501: { description: 'The body has a transfer coding other than chunked (gzip, ...); nothing was added.', schema: 'Error' },
+    503: { description: 'The store cannot write right now, its write queue is full, or too many bodies are arriving at once; nothing was added.', schema: 'Error' },
   },
   async handler({ req, res, store, maxBodyBytes, base, bodies, config }) {
     const pet = parseNewPet(await readJsonBody(req, maxBodyBytes, { res, bodies, maxPending: config.maxPendingBodyBytes }));

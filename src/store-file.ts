@@ -243,6 +243,11 @@ export class FileStore extends IndexedStore {
     this.#snapshotBytes = await writeSnapshot(this.#paths, this.index.view(), this.#beforeIo, this.#logger);
     await unlinkIfPresent(this.#paths.oldJournal);
     this.#oldJournalBytes = undefined;
+    // A journal still open here lost its name (its directory was removed): close it, or its
+    // descriptor would outlive the store.
+    const unlinked = this.#journal;
+    this.#journal = null;
+    await this.#closeQuietly(unlinked);
     this.#journal = await JournalWriter.create(this.#paths.journal, false);
     await fsyncDir(this.#paths.dir);
     this.#needsRebuild = false;

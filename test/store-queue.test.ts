@@ -61,4 +61,8 @@ test('a full write queue answers 503 service_unavailable with Retry-After, and s
   assert.equal(created + busy.length, 10);
   const list = await call(`${app.url}/pets?limit=100`, { key: KEYS.enterprise });
   assert.equal((list.json as unknown[]).length, created, 'only the 201s are stored');
+  // Refusals under overload are counted in one line a second, not logged one by one.
+  const lines = app.stdout().split('\n').filter((l) => l.includes('store write queue full') || l.includes('"store unavailable"'));
+  assert.equal(lines.length, 1, lines.join('\n'));
+  assert.match(lines[0] ?? '', /"level":40,.*"refused":1\b/);
 });
