@@ -74,6 +74,8 @@ export class FileStore extends IndexedStore {
   #compaction: Promise<void> | null = null;
   #closing: Promise<void> | null = null;
   readonly #lock: DataLock;
+  /** Throws unless the data file is still ours to write: checked before a snapshot's rename. */
+  readonly #stillOurs = (): void => this.#lock.reassert();
 
   constructor(
     paths: StorePaths,
@@ -240,7 +242,7 @@ export class FileStore extends IndexedStore {
     this.#lock.reassert();
     // The snapshot covers everything acknowledged, so only after its rename may the old
     // journals go: a crash in between replays them over it and skips what it already holds.
-    this.#snapshotBytes = await writeSnapshot(this.#paths, this.index.view(), this.#beforeIo, this.#logger);
+    this.#snapshotBytes = await writeSnapshot(this.#paths, this.index.view(), this.#beforeIo, this.#logger, this.#stillOurs);
     await unlinkIfPresent(this.#paths.oldJournal);
     this.#oldJournalBytes = undefined;
     // A journal still open here lost its name (its directory was removed): close it, or its
@@ -307,7 +309,7 @@ export class FileStore extends IndexedStore {
   /** Writes the snapshot of `view` (runs beside new batches), then drops `.old`. */
   async #compact(view: IndexView, total: number): Promise<void> {
     try {
-      this.#snapshotBytes = await writeSnapshot(this.#paths, view, this.#beforeIo, this.#logger);
+      this.#snapshotBytes = await writeSnapshot(this.#paths, view, this.#beforeIo, this.#logger, this.#stillOurs);
       await unlinkIfPresent(this.#paths.oldJournal);
       this.#oldJournalBytes = undefined;
       this.#compactRetryAt = 0;

@@ -175,8 +175,12 @@ function readWholeSnapshot(paths: StorePaths): LoadedSnapshot {
 /**
  * Writes the first view.count pets as the new snapshot and returns its size in bytes. Pets
  * are immutable and the view's array only grows, so it can be read across awaits.
+ * `stillOurs` throws when the data file is no longer this process's to write (its lock was
+ * taken over while the snapshot was written): then the snapshot is discarded, not renamed.
  */
-export async function writeSnapshot(paths: StorePaths, view: IndexView, beforeIo: IoHook, logger: Logger): Promise<number> {
+export async function writeSnapshot(
+  paths: StorePaths, view: IndexView, beforeIo: IoHook, logger: Logger, stillOurs: () => void,
+): Promise<number> {
   const handle = await open(paths.tmp, 'w');
   let bytes = 0;
   try {
@@ -192,6 +196,7 @@ export async function writeSnapshot(paths: StorePaths, view: IndexView, beforeIo
     }
     await emit(SNAPSHOT_TAIL);
     await handle.sync();
+    stillOurs();
   } catch (err) {
     await closeAndDiscard(handle, paths.tmp, logger);
     throw err;
