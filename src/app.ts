@@ -18,15 +18,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { authenticate, challenge } from './auth.js';
 import { BodyTooLarge, PendingBodies, sendContinue } from './body.js';
 import type { Config } from './config.js';
-import { ApiError, type ErrorCode } from './errors.js';
+import { ApiError, type ErrorCode } from './core/errors.js';
 import { forwardedAddress } from './forwarded.js';
 import type { Limiter, LimitResult } from './limiter.js';
 import { parseQuery } from './query.js';
 import { Router } from './router.js';
 import { PageCache, type HandlerContext, type Reply, type RouteSpec } from './routes.js';
-import type { PetStore } from './store.js';
-import { StoreBusyError, StoreInputError, StoreUnavailableError } from './store.js';
-import type { Clock, Logger } from './types.js';
+import type { PetStore } from './store/index.js';
+import { hasPageVersion, StoreBusyError, StoreInputError, StoreUnavailableError } from './store/index.js';
+import type { Clock, Logger } from './core/types.js';
 
 export interface AppDeps {
   readonly store: PetStore;
@@ -49,7 +49,7 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse) => voi
 interface Instance {
   readonly deps: AppDeps;
   readonly router: Router<RouteSpec>;
-  readonly pages: PageCache;
+  readonly pages: HandlerContext['pages'];
   readonly bodies: PendingBodies;
   readonly accessLog: boolean;
   /** Host header value -> base URL, so a request does not build the same string again. */
@@ -92,7 +92,8 @@ export function createApp(deps: AppDeps): RequestListener {
   const app: Instance = {
     deps,
     router,
-    pages: new PageCache(),
+    // Pages are cached only for a store that offers a version to check them against.
+    pages: hasPageVersion(deps.store) ? { cache: new PageCache(), version: deps.store } : undefined,
     bodies: new PendingBodies(),
     // Decided once: with access logs off, a request builds no log fields at all.
     accessLog: deps.logger.enabled?.('info') ?? true,
@@ -199,7 +200,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
       bodies: app.bodies,
     };
     const reply = match.handler.handler(ctx);
-    if (reply instanceof Promise) return reply.then((r) => sendReply(app, x, r));
+    if (reply instanceof Promise) return reply.then((r) => (r instanceof ApiError ? fail(app, x, r) : sendReply(app, x, r)));
     if (reply instanceof ApiError) fail(app, x, reply);
     else sendReply(app, x, reply);
     return undefined;

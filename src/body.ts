@@ -1,7 +1,7 @@
 // Reading a JSON request body with a hard size bound. The bound is enforced from
 // Content-Length before reading anything, and again while streaming (chunked uploads).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ApiError } from './errors.js';
+import { ApiError } from './core/errors.js';
 
 /** Thrown for 413: the caller must answer, then drain or close (see drainOrClose). */
 export class BodyTooLarge extends ApiError {

@@ -5,12 +5,12 @@ import { existsSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile, parseConfig, type Config } from './config.js';
-import { batchingSink, jsonLogger } from './log.js';
+import { batchingSink, jsonLogger } from './core/log.js';
 import { readSeedFile } from './seed.js';
 import { StartError, startPetstore, type PetstoreHandle } from './server.js';
-import { safeStderr, safeStdout } from './stdio.js';
-import { StoreOpenError } from './store.js';
-import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from './store-lock.js';
+import { safeStderr, safeStdout } from './core/stdio.js';
+import { StoreOpenError } from './store/index.js';
+import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from './store/index.js';
 import defaultConfig from '../petstore.config.json' with { type: 'json' };
 
 export const USAGE = `Usage: node dist/petstore.js [options]

@@ -6,8 +6,8 @@ import { main } from './cli.js';
 export { startPetstore, StartError } from './server.js';
 export type { StartOptions, PetstoreHandle, LogFunction } from './server.js';
 export { ConfigError } from './config.js';
-export type { Pet, NewPet, PetStatus, Clock, Logger, LogLevel } from './types.js';
-export { ManualClock } from './clock.js';
+export type { Pet, NewPet, PetStatus, Clock, Logger, LogLevel } from './core/types.js';
+export { ManualClock } from './core/clock.js';
 
 function isEntryPoint(): boolean {
   const script = process.argv[1];

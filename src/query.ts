@@ -1,6 +1,6 @@
 // Query strings, parsed by hand: no URL object per request, and every repeated or
 // badly encoded parameter is reported instead of being silently resolved.
-import { ApiError } from './errors.js';
+import { ApiError } from './core/errors.js';
 
 export type Query = ReadonlyMap<string, readonly string[]>;
 

@@ -1,7 +1,7 @@
 // The route table: each operation as data (path, method, parameters, responses) plus its
 // handler. The app dispatches from it and the OpenAPI document is generated from it.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ApiError } from './errors.js';
+import { ApiError } from './core/errors.js';
 import { readJsonBody, type PendingBodies } from './body.js';
 import type { Query } from './query.js';
 import {
@@ -9,7 +9,7 @@ import {
   petStatusSchema,
 } from './schemas.js';
 import type { Schema } from './validate.js';
-import type { PetStore, StoredPet } from './store.js';
+import type { PageVersion, PetStore, StoredPet } from './store/index.js';
 import type { Config } from './config.js';
 import { openApiDocument } from './openapi.js';
 
@@ -33,8 +33,11 @@ export interface HandlerContext {
   readonly base: string;
   /** The config in force for this request. */
   readonly config: Config;
-  /** Serialized list pages of this app instance (see PageCache). */
-  readonly pages: PageCache;
+  /**
+   * Serialized list pages of this app instance (see PageCache), and the store's version they
+   * are checked against: only for a store that offers one (see PageVersion); else undefined.
+   */
+  readonly pages: { readonly cache: PageCache; readonly version: PageVersion } | undefined;
   /** Bytes of unfinished request bodies this app instance holds (bounded by the config). */
   readonly bodies: PendingBodies;
 }
@@ -89,7 +92,7 @@ export class PageCache {
     return this.#pages.size;
   }
 
-  get(key: string, store: PetStore): CachedPage | undefined {
+  get(key: string, store: PageVersion): CachedPage | undefined {
     const page = this.#pages.get(key);
     if (page === undefined || page.generation !== store.generation) return undefined;
     if (page.nextAfter === undefined && page.count !== store.count) return undefined;
@@ -154,7 +157,7 @@ export interface RouteSpec {
    * The answer, or an ApiError for the Error body. Hot paths return their ApiError rather
    * than throw it (see schemas.ts); a throw is answered the same way.
    */
-  readonly handler: (ctx: HandlerContext) => Reply | ApiError | Promise<Reply>;
+  readonly handler: (ctx: HandlerContext) => Reply | ApiError | Promise<Reply | ApiError>;
 }
 
 /** A listing as a JSON array, joined from the JSON text each pet was stored with. */
@@ -191,29 +194,51 @@ const listPets: RouteSpec = {
     400: { description: 'limit, status or cursor is not valid (or given twice).', schema: 'Error' },
   },
   handler(ctx) {
-    const { store, pages } = ctx;
     const params = parseListQuery(ctx.query);
     if (params instanceof ApiError) return params;
     const { limit, status, afterId } = params;
-    const key = `${limit}|${status ?? ''}|${afterId ?? 0}`;
-    let page = pages.get(key, store);
-    if (page === undefined) {
-      const { generation, count } = store;
-      // One pet more than the page shows tells whether a next page exists, so the last page
-      // carries no next link even when it is exactly full.
-      const items = store.list({ limit: limit + 1, status, afterId });
-      const more = items.length > limit;
-      if (more) items.length = limit;
-      const nextAfter = more ? items[items.length - 1]?.pet.id : undefined;
-      page = { generation, count, body: Buffer.from(petArray(items)), nextAfter };
-      pages.set(key, page);
+    const pages = ctx.pages;
+    // One pet more than the page shows tells whether a next page exists, so the last page
+    // carries no next link even when it is exactly full.
+    const query = { limit: limit + 1, status, afterId };
+    if (pages === undefined) {
+      // A store without a page version: every page is read afresh.
+      const items = ctx.store.list(query);
+      if (items instanceof Promise) return items.then((found) => pageReply(ctx.base, params, makePage(found, limit, 0, 0)));
+      return pageReply(ctx.base, params, makePage(items, limit, 0, 0));
     }
-    if (page.nextAfter === undefined) return { status: 200, body: page.body };
-    const base = ctx.base;
-    if (page.link?.base !== base) page.link = { base, value: nextLink(base, limit, status, page.nextAfter) };
-    return { status: 200, body: page.body, headers: { link: page.link.value } };
+    const key = `${limit}|${status ?? ''}|${afterId ?? 0}`;
+    const { cache, version } = pages;
+    const page = cache.get(key, version);
+    if (page !== undefined) return pageReply(ctx.base, params, page);
+    // Read before the list: a page is never stamped newer than what it shows.
+    const { generation, count } = version;
+    const items = ctx.store.list(query);
+    if (items instanceof Promise) {
+      return items.then((found) => pageReply(ctx.base, params, cached(cache, key, makePage(found, limit, generation, count))));
+    }
+    return pageReply(ctx.base, params, cached(cache, key, makePage(items, limit, generation, count)));
   },
 };
+
+/** A page from a listing of up to limit + 1 pets (the one more only says that more follow). */
+function makePage(items: StoredPet[], limit: number, generation: number, count: number): CachedPage {
+  const more = items.length > limit;
+  if (more) items.length = limit;
+  const nextAfter = more ? items[items.length - 1]?.pet.id : undefined;
+  return { generation, count, body: Buffer.from(petArray(items)), nextAfter };
+}
+
+function cached(cache: PageCache, key: string, page: CachedPage): CachedPage {
+  cache.set(key, page);
+  return page;
+}
+
+function pageReply(base: string, params: { limit: number; status?: string | undefined }, page: CachedPage): Reply {
+  if (page.nextAfter === undefined) return { status: 200, body: page.body };
+  if (page.link?.base !== base) page.link = { base, value: nextLink(base, params.limit, params.status, page.nextAfter) };
+  return { status: 200, body: page.body, headers: { link: page.link.value } };
+}
 
 const createPet: RouteSpec = {
   operationId: 'createPet',
@@ -258,10 +283,15 @@ const getPet: RouteSpec = {
     const id = parsePetId(raw);
     if (id instanceof ApiError) return id;
     const found = store.get(id);
-    if (found === undefined) return new ApiError('not_found', `Pet ${raw} was not found.`);
-    return { status: 200, body: found.json };
+    if (found instanceof Promise) return found.then((pet) => petReply(pet, raw));
+    return petReply(found, raw);
   },
 };
+
+function petReply(found: StoredPet | undefined, raw: string): Reply | ApiError {
+  if (found === undefined) return new ApiError('not_found', `Pet ${raw} was not found.`);
+  return { status: 200, body: found.json };
+}
 
 const listOrders: RouteSpec = {
   operationId: 'listOrders',

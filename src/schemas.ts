@@ -1,9 +1,9 @@
 // The API's data shapes, as schemas (data) and as parsers that turn untrusted input into
 // typed values. The OpenAPI document is generated from these same objects.
-import { ApiError, ERROR_CODES, type ErrorCode } from './errors.js';
+import { ApiError, ERROR_CODES, type ErrorCode } from './core/errors.js';
 import { single, type Query } from './query.js';
 import { check, formatProblems, type Problem, type Schema } from './validate.js';
-import { PET_STATUSES, type NewPet, type PetStatus } from './types.js';
+import { PET_STATUSES, type NewPet, type PetStatus } from './core/types.js';
 
 export const NAME_MAX_LENGTH = 256;
 export const LIMIT_DEFAULT = 20;

@@ -1,8 +1,8 @@
 // --seed FILE: a JSON array of pets to preload, each validated like a POST body.
 import { readFile } from 'node:fs/promises';
-import { ApiError } from './errors.js';
+import { ApiError } from './core/errors.js';
 import { parseNewPet } from './schemas.js';
-import type { NewPet } from './types.js';
+import type { NewPet } from './core/types.js';
 
 export async function readSeedFile(file: string): Promise<Array<NewPet & { id?: number }>> {
   let raw: unknown;

@@ -4,16 +4,16 @@
 import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createApp } from './app.js';
-import { systemClock } from './clock.js';
+import { systemClock } from './core/clock.js';
 import { ConfigError, loadConfigFile, parseConfig, type Config } from './config.js';
-import { errorBody } from './errors.js';
+import { errorBody } from './core/errors.js';
 import { Limiter, checkConfiguration } from './limiter.js';
 import { loadLimiterState, startLimiterPersistence, type LimiterPersistence } from './limiter-state.js';
-import { functionLogger, jsonLogger, silentLogger } from './log.js';
-import { safeStdout } from './stdio.js';
+import { functionLogger, jsonLogger, silentLogger } from './core/log.js';
+import { safeStdout } from './core/stdio.js';
 import { ROUTES, openApiRoute } from './routes.js';
-import { openFileStore, openMemoryStore, type PetStore } from './store.js';
-import type { Clock, LogLevel, Logger, NewPet, Pet } from './types.js';
+import { openFileStore, openMemoryStore, type PetStore } from './store/index.js';
+import type { Clock, LogLevel, Logger, NewPet, Pet } from './core/types.js';
 
 export type LogFunction = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { ApiError, ERROR_CODES, errorBody, type ErrorCode } from '../src/errors.js';
+import { ApiError, ERROR_CODES, errorBody, type ErrorCode } from '../src/core/errors.js';
 
 test('every error code is snake_case and documented in the README', () => {
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');

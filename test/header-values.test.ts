@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../src/app.js';
-import { systemClock } from '../src/clock.js';
+import { systemClock } from '../src/core/clock.js';
 import { parseConfig } from '../src/config.js';
 import { Limiter } from '../src/limiter.js';
 import { ROUTES } from '../src/routes.js';
-import { openMemoryStore } from '../src/store.js';
+import { openMemoryStore } from '../src/store/index.js';
 import { KEYS, call, runBundle, tempDir, testConfig, writeConfig } from './helpers.js';
 
 const NON_LATIN1 = 'https://api.ex\u20acmple.com/v1';

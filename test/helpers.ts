@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { PetStore, StoredPet } from '../src/store.js';
+import type { LocalPetStore, StoredPet } from '../src/store/index.js';
 
 /** The repository root (tests run from build/test/). */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -155,7 +155,7 @@ export function post(url: string, key: string, body: unknown): Promise<Res> {
 }
 
 /** Every pet of a store, through its public paging API. */
-export function allPets(store: PetStore): StoredPet[] {
+export function allPets(store: LocalPetStore): StoredPet[] {
   const out: StoredPet[] = [];
   for (;;) {
     const last = out.at(-1);

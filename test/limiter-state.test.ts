@@ -4,11 +4,11 @@ import { mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ManualClock } from '../src/clock.js';
+import { ManualClock } from '../src/core/clock.js';
 import { Limiter } from '../src/limiter.js';
 import type { LimiterState, Limits } from '../src/limiter.js';
 import { loadLimiterState, parseLimiterState, saveLimiterState, startLimiterPersistence } from '../src/limiter-state.js';
-import type { LogLevel, Logger } from '../src/types.js';
+import type { LogLevel, Logger } from '../src/core/types.js';
 
 const FREE: Limits = { perMinute: 60, perDay: 1000 };
 

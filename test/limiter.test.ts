@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ManualClock } from '../src/clock.js';
+import { ManualClock } from '../src/core/clock.js';
 import { Limiter } from '../src/limiter.js';
 import type { BanPolicy, LimitResult, Limits, LimiterState } from '../src/limiter.js';
 

@@ -3,7 +3,7 @@
 // still refuses when it is empty.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ManualClock } from '../src/clock.js';
+import { ManualClock } from '../src/core/clock.js';
 import { ConfigError, parseConfig } from '../src/config.js';
 import { Limiter, MAX_LIMIT } from '../src/limiter.js';
 import type { LimitResult, Limits } from '../src/limiter.js';

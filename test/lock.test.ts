@@ -10,9 +10,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, sym
 import { join } from 'node:path';
 import { BUNDLE, KEYS, call, post, runBundle, tempDir, writeConfig } from './helpers.js';
 import { Tmpfs, tmpfsUnsupported } from './reliability/disk.js';
-import { openFileStore, StoreOpenError } from '../src/store.js';
-import { formatHolder, thisProcess } from '../src/store-lock-holder.js';
-import type { Logger } from '../src/types.js';
+import { openFileStore, StoreOpenError } from '../src/store/index.js';
+import { formatHolder, thisProcess } from '../src/store/file/lock-holder.js';
+import type { Logger } from '../src/core/types.js';
 
 const key = KEYS.enterprise;
 const STALE_MS = 1000;

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PageCache } from '../src/routes.js';
-import { openMemoryStore } from '../src/store.js';
+import { openMemoryStore } from '../src/store/index.js';
 
 const store = openMemoryStore(); // empty: generation and count stay as they are
 const page = (bytes: number): Parameters<PageCache['set']>[1] => ({ generation: store.generation, count: store.count, body: Buffer.alloc(bytes), nextAfter: 1 });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseQuery, single } from '../src/query.js';
-import { ApiError } from '../src/errors.js';
+import { ApiError } from '../src/core/errors.js';
 
 test('parses pairs, + as space, percent-encoding, empty values', () => {
   const q = parseQuery('a=1&b=hello+world&c=%41%42&d&e=');

@@ -5,7 +5,7 @@
 // 16 and 18).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ManualClock } from '../src/clock.js';
+import { ManualClock } from '../src/core/clock.js';
 import { Limiter } from '../src/limiter.js';
 import type { BanPolicy, LimitResult, Limits } from '../src/limiter.js';
 import { call, startBundle, tempDir, writeConfig } from './helpers.js';

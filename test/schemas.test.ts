@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiError } from '../src/errors.js';
+import { ApiError } from '../src/core/errors.js';
 import { parseCursor, parseLimit, parseListQuery, parseNewPet, parsePetId, parseStatus } from '../src/schemas.js';
 import { parseQuery } from '../src/query.js';
 import { check } from '../src/validate.js';

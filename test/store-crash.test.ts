@@ -10,10 +10,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openFileStore } from '../src/store.js';
-import type { StoredPet } from '../src/store.js';
+import { openFileStore } from '../src/store/index.js';
+import type { StoredPet } from '../src/store/index.js';
 import { allPets } from './helpers.js';
-import type { Logger } from '../src/types.js';
+import type { Logger } from '../src/core/types.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/store-child.js', import.meta.url));
 const ROUNDS = 10;

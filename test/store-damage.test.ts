@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openFileStore, StoreOpenError } from '../src/store.js';
+import { openFileStore, StoreOpenError } from '../src/store/index.js';
 import { allPets, BUNDLE, tempDir, writeConfig } from './helpers.js';
 
 const quiet = { log: (): void => undefined };

@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../src/app.js';
-import { ManualClock } from '../src/clock.js';
+import { ManualClock } from '../src/core/clock.js';
 import { parseConfig } from '../src/config.js';
 import { Limiter } from '../src/limiter.js';
-import { silentLogger } from '../src/log.js';
+import { silentLogger } from '../src/core/log.js';
 import type { RouteSpec } from '../src/routes.js';
-import { openMemoryStore, StoreInputError } from '../src/store.js';
+import { openMemoryStore, StoreInputError } from '../src/store/index.js';
 
 function route(path: string, handler: RouteSpec['handler']): RouteSpec {
   return { operationId: path.slice(1), method: 'POST', path, summary: '', tags: [], auth: 'key', parameters: [], responses: {}, handler };

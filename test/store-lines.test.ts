@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { forEachLine, LineTooLongError } from '../src/store-lines.js';
-import { readSnapshot } from '../src/store-snapshot.js';
-import type { StorePaths } from '../src/store-disk.js';
-import { openFileStore } from '../src/store.js';
+import { forEachLine, LineTooLongError } from '../src/store/file/lines.js';
+import { readSnapshot } from '../src/store/file/snapshot.js';
+import type { StorePaths } from '../src/store/file/disk.js';
+import { openFileStore } from '../src/store/index.js';
 import { allPets } from './helpers.js';
 
 const quiet = { log: (): void => undefined };

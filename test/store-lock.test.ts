@@ -3,8 +3,8 @@
 // with real processes and files is test/lock.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatHolder, judgeLock, parseHolder } from '../src/store-lock-holder.js';
-import type { Holder, Verdict } from '../src/store-lock-holder.js';
+import { formatHolder, judgeLock, parseHolder } from '../src/store/file/lock-holder.js';
+import type { Holder, Verdict } from '../src/store/file/lock-holder.js';
 
 const STALE = 10_000;
 const NOW = Date.UTC(2026, 0, 1);

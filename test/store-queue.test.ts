@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../src/config.js';
-import { openFileStore, StoreBusyError, StoreUnavailableError } from '../src/store.js';
+import { openFileStore, StoreBusyError, StoreUnavailableError } from '../src/store/index.js';
 import { KEYS, call, startBundle, tempDir, testConfig, writeConfig } from './helpers.js';
 import { errorCode, exchange, header, portOf } from './reliability/lib.js';
 

@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openFileStore, StoreUnavailableError } from '../src/store.js';
-import type { NewPet } from '../src/types.js';
+import { openFileStore, StoreUnavailableError } from '../src/store/index.js';
+import type { NewPet } from '../src/core/types.js';
 
 const quiet = { log: (): void => undefined };
 

@@ -4,10 +4,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { silentLogger } from '../src/log.js';
-import type { StorePaths } from '../src/store-disk.js';
-import { PetIndex } from '../src/store-index.js';
-import { readSnapshot, writeSnapshot } from '../src/store-snapshot.js';
+import { silentLogger } from '../src/core/log.js';
+import type { StorePaths } from '../src/store/file/disk.js';
+import { PetIndex } from '../src/store/pet-index.js';
+import { readSnapshot, writeSnapshot } from '../src/store/file/snapshot.js';
 import { tempDir } from './helpers.js';
 
 function pathsIn(dir: string): StorePaths {

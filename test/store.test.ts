@@ -12,11 +12,11 @@ import {
   StoreInputError,
   StoreOpenError,
   StoreUnavailableError,
-} from '../src/store.js';
-import type { DiskOp, FileStoreOptions, PetStore, StoredPet } from '../src/store.js';
+} from '../src/store/index.js';
+import type { DiskOp, FileStoreOptions, LocalPetStore, StoredPet } from '../src/store/index.js';
 import { allPets } from './helpers.js';
-import { formatHolder, thisProcess } from '../src/store-lock-holder.js';
-import type { LogLevel, Logger, NewPet, PetStatus } from '../src/types.js';
+import { formatHolder, thisProcess } from '../src/store/file/lock-holder.js';
+import type { LogLevel, Logger, NewPet, PetStatus } from '../src/core/types.js';
 
 // ---------------------------------------------------------------- helpers
 
@@ -42,7 +42,7 @@ function dataFile(t: { after(fn: () => void): void }): string {
   return join(dir, 'data', 'pets.json');
 }
 
-function open(file: string, extra: Partial<FileStoreOptions> = {}): Promise<PetStore> {
+function open(file: string, extra: Partial<FileStoreOptions> = {}): Promise<LocalPetStore> {
   return openFileStore(file, { logger: testLogger(), ...extra });
 }
 
@@ -57,7 +57,7 @@ function ids(pets: StoredPet[]): number[] {
   return pets.map((p) => p.pet.id);
 }
 
-async function createMany(store: PetStore, n: number, from = 0): Promise<StoredPet[]> {
+async function createMany(store: LocalPetStore, n: number, from = 0): Promise<StoredPet[]> {
   return Promise.all(Array.from({ length: n }, (_, i) => store.create(newPet(from + i))));
 }
 
@@ -98,7 +98,7 @@ const line = (o: object): string => `${JSON.stringify(o)}\n`;
 
 // ---------------------------------------------------------------- both stores
 
-const stores: Array<{ name: string; open(t: { after(fn: () => void): void }): Promise<PetStore> }> = [
+const stores: Array<{ name: string; open(t: { after(fn: () => void): void }): Promise<LocalPetStore> }> = [
   { name: 'memory', open: async () => openMemoryStore() },
   { name: 'file', open: (t) => open(dataFile(t)) },
 ];
@@ -119,7 +119,7 @@ for (const kind of stores) {
   test(`${kind.name} store: list filters, pages and limits`, async (t) => {
     const store = await kind.open(t);
     await createMany(store, 20); // status cycles available, pending, sold, none
-    const cases: Array<{ q: Parameters<PetStore['list']>[0]; want: number[] }> = [
+    const cases: Array<{ q: Parameters<LocalPetStore['list']>[0]; want: number[] }> = [
       { q: { limit: 5 }, want: [1, 2, 3, 4, 5] },
       { q: { limit: 3, afterId: 17 }, want: [18, 19, 20] },
       { q: { limit: 100, afterId: 20 }, want: [] },

@@ -1,7 +1,7 @@
 // Throughput of Limiter.take(): operations per second, median of 5 runs after a warm-up.
 // Run: node build.mjs --tests && node test/bench/limiter-bench.mjs
 import { Limiter } from '../../build/src/limiter.js';
-import { systemClock } from '../../build/src/clock.js';
+import { systemClock } from '../../build/src/core/clock.js';
 
 const OPS = 1_000_000;
 const RUNS = 5;

@@ -344,7 +344,7 @@ if (env.BENCH_BUILD !== '0') {
   if (r.status !== 0) log('build failed; going on with whatever dist/ and build/ hold');
 }
 if (!existsSync(SERVERS.petstore.script)) log(`${SERVERS.petstore.script} is missing: petstore rows will say so`);
-if (!existsSync(join(ROOT, 'build', 'src', 'store.js'))) log('build/src/store.js is missing: the fastify and express peers cannot start');
+if (!existsSync(join(ROOT, 'build', 'src', 'store', 'index.js'))) log('build/src/store/index.js is missing: the fastify and express peers cannot start');
 if (cpus().length < 2 || !have('taskset')) log('fewer than 2 CPUs or no taskset: server and wrk are not isolated');
 
 mkdirSync(join(BENCH_DIR, 'results'), { recursive: true });
@@ -368,7 +368,7 @@ const header = [
   '',
   `commit ${gitDescribe()}; node ${process.version}; ${cpus()[0]?.model ?? 'cpu?'} x${cpus().length}; ` +
     `server on CPU 0, wrk -t1 on CPU 1; ${ROUNDS} rounds x ${SECONDS}s (median), ${WARMUP}s warm-up, ${SEED} pets seeded; ` +
-    "peers' store: petstore's build/src/store.js; " +
+    "peers' store: petstore's build/src/store/index.js; " +
     `petstore --log-level ${env.BENCH_PETSTORE_LOG ?? 'warn'}; ` +
     `load average ${loadBefore.toFixed(2)} at start, ${loadavg()[0].toFixed(2)} at end (above ~0.5, other processes share the CPUs and the numbers are noisy).`,
   '',

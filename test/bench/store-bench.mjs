@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const STORE = new URL('../../build/src/store.js', import.meta.url);
+const STORE = new URL('../../build/src/store/index.js', import.meta.url);
 const { openFileStore, openMemoryStore } = await import(STORE.href);
 
 const quiet = { log: () => undefined };

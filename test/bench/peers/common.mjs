@@ -376,10 +376,10 @@ export function nextLink(base, { limit, status }, lastId) {
 export async function openStore(opts) {
   let mod;
   try {
-    mod = await import('../../../build/src/store.js');
+    mod = await import('../../../build/src/store/index.js');
   } catch (err) {
-    if (err.code !== 'ERR_MODULE_NOT_FOUND' || !String(err.message).includes('build/src/store.js')) throw err;
-    console.error('bench peer: build/src/store.js is missing: run `node build.mjs --tests` at the repository root');
+    if (err.code !== 'ERR_MODULE_NOT_FOUND' || !String(err.message).includes('build/src/store/index.js')) throw err;
+    console.error('bench peer: build/src/store/index.js is missing: run `node build.mjs --tests` at the repository root');
     process.exit(1);
   }
   const logger = { log() {} };

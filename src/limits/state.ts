@@ -4,7 +4,7 @@
 import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Logger } from './types.js';
+import type { Logger } from './core/types.js';
 import { LIMITER_STATE_VERSION, MAX_BAN_SECONDS, MAX_LIMIT } from './limiter.js';
 import type { Limiter, LimiterState, LimiterStateEntry } from './limiter.js';
 

@@ -16,17 +16,17 @@
 //   first, or, if that fails too, rebuilt from memory (snapshot + empty journal) before the
 //   next write, so no two durable records ever share an id.
 import { rename } from 'node:fs/promises';
-import { applyBatch, failBatch, planBatch } from './store-batch.js';
-import { IndexedStore } from './store-base.js';
-import type { Op } from './store-batch.js';
-import { fsyncDir, makeDir, unlinkIfPresent } from './store-disk.js';
-import type { DiskOp, IoHook, StorePaths } from './store-disk.js';
-import { describeError, errorCode, StoreBusyError, StoreUnavailableError } from './store-errors.js';
-import type { IndexView, PetIndex } from './store-index.js';
-import { JournalWriter } from './store-journal.js';
-import type { DataLock } from './store-lock.js';
-import { writeSnapshot } from './store-snapshot.js';
-import type { Logger } from './types.js';
+import { applyBatch, failBatch, planBatch } from '../batch.js';
+import { IndexedStore } from '../indexed.js';
+import type { Op } from '../batch.js';
+import { fsyncDir, makeDir, unlinkIfPresent } from './disk.js';
+import type { DiskOp, IoHook, StorePaths } from './disk.js';
+import { StoreBusyError, StoreUnavailableError } from '../errors.js';
+import type { IndexView, PetIndex } from '../pet-index.js';
+import { JournalWriter } from './journal.js';
+import type { DataLock } from './lock.js';
+import { writeSnapshot } from './snapshot.js';
+import { describeError, errorCode, type Logger } from '../../core/index.js';
 
 export interface FileStoreOptions {
   logger: Logger;

@@ -1,7 +1,6 @@
 // How pets look on disk: one canonical JSON text per pet, shared by the journal, the snapshot
 // and the HTTP layer, plus the checks applied when reading either file back.
-import { PET_STATUSES } from './types.js';
-import type { Pet, PetStatus } from './types.js';
+import { PET_STATUSES, type Pet, type PetStatus } from '../core/index.js';
 
 export const SNAPSHOT_FORMAT = 'petstore-snapshot';
 export const SNAPSHOT_VERSION = 1;

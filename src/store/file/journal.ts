@@ -3,14 +3,14 @@
 import { constants, fstatSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { checkJournalRecord, petJson } from './store-codec.js';
-import { writeAll } from './store-disk.js';
-import type { IoHook, StorePaths } from './store-disk.js';
-import { describeError, errorCode, StoreOpenError } from './store-errors.js';
-import type { PetIndex } from './store-index.js';
-import { forEachLine, LineTooLongError } from './store-lines.js';
-import type { LinesRead } from './store-lines.js';
-import type { Logger, Pet } from './types.js';
+import { checkJournalRecord, petJson } from '../codec.js';
+import { writeAll } from './disk.js';
+import type { IoHook, StorePaths } from './disk.js';
+import { StoreOpenError } from '../errors.js';
+import type { PetIndex } from '../pet-index.js';
+import { forEachLine, LineTooLongError } from './lines.js';
+import type { LinesRead } from './lines.js';
+import { describeError, errorCode, type Logger, type Pet } from '../../core/index.js';
 
 /**
  * The journal is opened O_DSYNC where the platform has it: each write then returns only once

@@ -12,7 +12,7 @@
 // Bucket arithmetic uses clock.monotonic() only, so that a wall clock step neither fills nor
 // empties a bucket; clock.now() is read only to turn "time until full" into a Unix Reset.
 
-import type { Clock } from './types.js';
+import type { Clock } from './core/types.js';
 
 export interface Limits {
   readonly perMinute: number;

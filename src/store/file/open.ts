@@ -1,17 +1,18 @@
 // Opening a file store: directory, lock, snapshot, journals (`.old` first), then the
 // running FileStore. Anything that stops the start is a StoreOpenError naming the file.
 import { dirname, resolve } from 'node:path';
-import { fsyncDir, makeDir, unlinkIfPresent } from './store-disk.js';
-import type { StorePaths } from './store-disk.js';
-import { describeError, StoreOpenError } from './store-errors.js';
-import { FileStore } from './store-file.js';
-import type { FileStoreOptions } from './store-file.js';
-import { PetIndex } from './store-index.js';
-import { JournalWriter, ReplayCheck, replayJournal } from './store-journal.js';
-import { acquireLock, LockHeldError } from './store-lock.js';
-import type { DataLock } from './store-lock.js';
-import { readSnapshot } from './store-snapshot.js';
-import type { PetStore } from './store.js';
+import { fsyncDir, makeDir, unlinkIfPresent } from './disk.js';
+import type { StorePaths } from './disk.js';
+import { StoreOpenError } from '../errors.js';
+import { FileStore } from './file-store.js';
+import type { FileStoreOptions } from './file-store.js';
+import { PetIndex } from '../pet-index.js';
+import { JournalWriter, ReplayCheck, replayJournal } from './journal.js';
+import { acquireLock, LockHeldError } from './lock.js';
+import type { DataLock } from './lock.js';
+import { readSnapshot } from './snapshot.js';
+import type { LocalPetStore } from '../contract.js';
+import { describeError } from '../../core/index.js';
 
 function storePaths(file: string): StorePaths {
   const snapshot = resolve(file);
@@ -27,7 +28,7 @@ function storePaths(file: string): StorePaths {
 }
 
 /** Opens (or creates) the store at `file`; StoreOpenError if it cannot be used. */
-export async function openFileStore(file: string, opts: FileStoreOptions): Promise<PetStore> {
+export async function openFileStore(file: string, opts: FileStoreOptions): Promise<LocalPetStore> {
   const paths = storePaths(file);
   const { logger } = opts;
   try {

@@ -5,7 +5,7 @@
 // both costs about 140 MiB more RSS and 750 ms more at open (one stringify per pet), while
 // making the text on each read (petJson) costs about 0.1 us per pet returned. The objects
 // kept are the ones JSON.parse made from the snapshot, so loading allocates nothing more.
-import type { Pet, PetStatus } from './types.js';
+import type { Pet, PetStatus } from '../core/index.js';
 
 /** Read-only view of the first `count` pets, stable while the store keeps growing. */
 export interface IndexView {

@@ -3,15 +3,15 @@
 // is never half-written.
 import { readFileSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
-import { checkNextId, checkPet, checkSnapshot, parseHead, petJson, snapshotHead, SNAPSHOT_END, SNAPSHOT_TAIL } from './store-codec.js';
-import type { SnapshotContent } from './store-codec.js';
-import { fsyncDir, unlinkIfPresent, writeAll } from './store-disk.js';
-import type { IoHook, StorePaths } from './store-disk.js';
-import { describeError, errorCode, StoreOpenError } from './store-errors.js';
-import type { IndexView } from './store-index.js';
-import { forEachLine, LineTooLongError } from './store-lines.js';
-import type { LineReadOptions, LinesRead } from './store-lines.js';
-import type { Logger, Pet } from './types.js';
+import { checkNextId, checkPet, checkSnapshot, parseHead, petJson, snapshotHead, SNAPSHOT_END, SNAPSHOT_TAIL } from '../codec.js';
+import type { SnapshotContent } from '../codec.js';
+import { fsyncDir, unlinkIfPresent, writeAll } from './disk.js';
+import type { IoHook, StorePaths } from './disk.js';
+import { StoreOpenError } from '../errors.js';
+import type { IndexView } from '../pet-index.js';
+import { forEachLine, LineTooLongError } from './lines.js';
+import type { LineReadOptions, LinesRead } from './lines.js';
+import { describeError, errorCode, type Logger, type Pet } from '../../core/index.js';
 
 /**
  * Pets serialized per write. About 0.5 MB and a few ms of work: the event loop gets control

@@ -20,11 +20,9 @@ import { closeSync, fstatSync, futimesSync, linkSync, openSync, readdirSync, rea
 import type { BigIntStats } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
-import { systemClock } from './clock.js';
-import { describeHolder, formatHolder, judgeLock, parseHolder, thisProcess } from './store-lock-holder.js';
-import type { Holder } from './store-lock-holder.js';
-import { describeError, errorCode } from './store-errors.js';
-import type { Clock, Logger } from './types.js';
+import { describeHolder, formatHolder, judgeLock, parseHolder, thisProcess } from './lock-holder.js';
+import type { Holder } from './lock-holder.js';
+import { describeError, errorCode, systemClock, type Clock, type Logger } from '../../core/index.js';
 
 /** How long a lock may go without a heartbeat before it counts as abandoned. */
 export const DEFAULT_LOCK_STALE_MS = 10_000;

@@ -1,12 +1,11 @@
-// Turns queued operations into one batch: ids assigned in queue order, journal lines built,
-// and, once the batch is durable (or at once for the memory store), applied to the index.
-import { StoreInputError, StoreUnavailableError } from './store-errors.js';
-import { makePet, petJson, RESET_RECORD, MAX_NEXT_ID } from './store-codec.js';
-import type { PetIndex } from './store-index.js';
-import type { ListQuery, StoredPet } from './store.js';
-import type { NewPet, Pet } from './types.js';
-
-export type SeedPet = NewPet & { id?: number };
+// Write planning: queued operations become one batch (ids assigned in queue order, journal
+// lines built) and, once the batch is durable (or at once for the memory store), are applied
+// to the index. Reads are in reads.ts.
+import { StoreInputError, StoreUnavailableError } from './errors.js';
+import { makePet, petJson, RESET_RECORD, MAX_NEXT_ID } from './codec.js';
+import type { PetIndex } from './pet-index.js';
+import type { SeedPet, StoredPet } from './contract.js';
+import type { NewPet } from '../core/index.js';
 
 interface Settle<T> {
   resolve(value: T): void;
@@ -130,22 +129,8 @@ export function failBatch(batch: Batch, err: Error): void {
   for (const { op } of batch.steps) op.reject(err);
 }
 
-export function storedPet(pet: Readonly<Pet>): StoredPet {
-  return { pet, json: petJson(pet) };
-}
-
 /** Wraps an operation in a promise and hands it to `run` (apply now, or queue). */
 export function submit<T>(run: (op: Op) => void, make: (settle: Settle<T>) => Op): Promise<T> {
   // A throw from `make` (bad seed input) rejects the promise.
   return new Promise<T>((resolve, reject) => run(make({ resolve, reject })));
-}
-
-/** Reads shared by both stores; the JSON text is made per read (see store-index.ts). */
-export function readPet(index: PetIndex, id: number): StoredPet | undefined {
-  const pet = index.get(id);
-  return pet === undefined ? undefined : storedPet(pet);
-}
-
-export function readPage(index: PetIndex, q: ListQuery): StoredPet[] {
-  return index.list(q.status, q.afterId, q.limit).map(storedPet);
 }

@@ -1,12 +1,13 @@
 // What the memory and file stores share: reads straight from the in-memory index, and every
 // write wrapped as an operation handed to the store's own `run` (apply now, or queue for disk).
-import { checkSeedInput, readPage, readPet, submit } from './store-batch.js';
-import type { Op, SeedPet } from './store-batch.js';
-import type { PetIndex } from './store-index.js';
-import type { ListQuery, PetStore, StoredPet } from './store.js';
-import type { NewPet } from './types.js';
+import { checkSeedInput, submit } from './batch.js';
+import type { Op } from './batch.js';
+import type { ListQuery, LocalPetStore, SeedPet, StoredPet } from './contract.js';
+import type { PetIndex } from './pet-index.js';
+import { readPage, readPet } from './reads.js';
+import type { NewPet } from '../core/index.js';
 
-export abstract class IndexedStore implements PetStore {
+export abstract class IndexedStore implements LocalPetStore {
   protected readonly index: PetIndex;
 
   constructor(index: PetIndex) {

@@ -2,7 +2,7 @@
 import { mkdir, open, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { FileHandle } from 'node:fs/promises';
-import { errorCode } from './store-errors.js';
+import { errorCode } from '../../core/index.js';
 
 /** The disk operations a test can make fail through FileStoreOptions.beforeIo. */
 export type DiskOp = 'journal-write' | 'journal-sync' | 'snapshot-write' | 'rotate';

@@ -1,0 +1,11 @@
+// The core's face: plain types and small helpers every part may use; it imports no other part.
+export type { Clock, LogLevel, Logger, NewPet, Pet, PetStatus } from './types.js';
+export { PET_STATUSES } from './types.js';
+export { ApiError, ERROR_CODES, errorBody } from './errors.js';
+export type { ErrorCode } from './errors.js';
+export { ManualClock, systemClock } from './clock.js';
+export { batchingSink, functionLogger, jsonLogger, silentLogger } from './log.js';
+export type { BatchingSink, LogSink } from './log.js';
+export { guardedWriter, safeStderr, safeStdout } from './stdio.js';
+export type { Write } from './stdio.js';
+export { describeError, errorCode } from './errno.js';

@@ -1,0 +1,67 @@
+// The store contract: what the HTTP API needs from wherever pets live. It imports nothing of
+// the implementations, so a new backend (a database, say) is one new file that implements it.
+//
+// Reads may answer with a value or a promise: an in-process store answers at once, and the
+// request pipeline awaits only when it was handed a promise, so that path stays synchronous.
+import type { NewPet, Pet, PetStatus } from '../core/index.js';
+
+/** A pet and its JSON text (keys in the order id, name, categoryId, status). */
+export interface StoredPet {
+  readonly pet: Readonly<Pet>;
+  readonly json: string;
+}
+
+export interface ListQuery {
+  status?: PetStatus;
+  limit: number;
+  afterId?: number;
+}
+
+/** A pet to preload: explicit ids must exceed every existing id, ascending. */
+export type SeedPet = NewPet & { id?: number };
+
+export interface PetStore {
+  get(id: number): StoredPet | undefined | Promise<StoredPet | undefined>;
+  /** Ascending id, ids > afterId, with the status if given, at most limit. */
+  list(q: ListQuery): StoredPet[] | Promise<StoredPet[]>;
+  /** Assigns the next id; resolves once the pet is durable, and only then is it visible. */
+  create(input: NewPet): Promise<StoredPet>;
+  /** Bulk preload in one durable write; explicit ids must exceed every existing id, ascending. */
+  seed(pets: ReadonlyArray<SeedPet>): Promise<StoredPet[]>;
+  /** Empties the store; ids restart at 1. */
+  reset(): Promise<void>;
+  /**
+   * Waits for pending writes, leaves everything durable, releases what the store holds.
+   * Idempotent. Rejects (StoreUnavailableError) only if acknowledged pets could not be left
+   * durable.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * An optional capability: a version of the stored pets that readers may cache pages by. Only
+ * a store that sees every write (one process, one writer) can offer it; the page cache is
+ * used only for stores that have it.
+ */
+export interface PageVersion {
+  /** Number of pets. */
+  readonly count: number;
+  /**
+   * Changes when pets already stored may change (a reset); not on appends. Pets are
+   * immutable and ids ascend, so a page followed by more pets stays the same within one
+   * generation: readers may cache it.
+   */
+  readonly generation: number;
+}
+
+/** A store that holds every pet in this process: synchronous reads, and a page version. */
+export interface LocalPetStore extends PetStore, PageVersion {
+  get(id: number): StoredPet | undefined;
+  /** O(limit + log n). */
+  list(q: ListQuery): StoredPet[];
+}
+
+export function hasPageVersion(store: PetStore): store is PetStore & PageVersion {
+  const s = store as Partial<PageVersion>;
+  return typeof s.generation === 'number' && typeof s.count === 'number';
+}
