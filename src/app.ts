@@ -15,14 +15,14 @@
 // Requests node:http cannot parse, and CONNECT, are answered in server.ts (400/408/431/405).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { authenticate, challenge } from './auth.js';
+import { authenticate, challenge, type AuthResult } from './auth.js';
 import { BodyTooLarge, PendingBodies, sendContinue } from './body.js';
 import type { Config } from './config.js';
 import { ApiError, type ErrorCode } from './core/errors.js';
 import { forwardedAddress } from './forwarded.js';
-import type { Limiter, LimitResult } from './limiter.js';
+import { RATE_LIMIT_HEADERS, setLimitHeaders, type Limiter, type LimitResult } from './limits/index.js';
 import { parseQuery } from './query.js';
-import { Router } from './router.js';
+import { Router, type Match } from './router.js';
 import { PageCache, type HandlerContext, type Reply, type RouteSpec } from './routes.js';
 import type { PetStore } from './store/index.js';
 import { hasPageVersion, StoreBusyError, StoreInputError, StoreUnavailableError } from './store/index.js';
@@ -153,30 +153,47 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
     if (config.cors.origins.length > 0 && allowCors(x, config)) {
       // A CORS preflight (Fetch standard) carries no credentials: answer it before authentication.
       if (method === 'OPTIONS' && x.req.headers['access-control-request-method'] !== undefined && match.kind !== 'not_found') {
-        chargeAddress(deps, x, config);
-        x.headers['access-control-allow-methods'] = match.allow;
-        x.headers['access-control-allow-headers'] = 'Authorization, Content-Type, X-Request-Id';
-        x.headers['access-control-max-age'] = '600';
-        send(app, x, 204, undefined);
+        const limit = chargeAddress(deps, x, config);
+        if (limit instanceof Promise) return limit.then((l) => answerPreflight(app, x, l, match.allow));
+        answerPreflight(app, x, limit, match.allow);
         return undefined;
       }
     }
+    // Keyless and wrong-key requests share a small per-address budget, so keys cannot be
+    // guessed at speed; their 401 carries that budget's headers.
+    let auth: AuthResult | undefined;
+    let limit: LimitResult | Promise<LimitResult>;
     if (route?.auth === 'none') {
-      chargeAddress(deps, x, config);
+      limit = chargeAddress(deps, x, config);
     } else {
-      const auth = authenticate(x.req.headers.authorization, config.keys);
+      auth = authenticate(x.req.headers.authorization, config.keys);
       if (auth.kind === 'key') {
         x.keyName = auth.entry.name;
-        applyLimit(x, deps.keyLimiter.take(auth.entry.digest, auth.entry.limits));
+        limit = deps.keyLimiter.take(auth.entry.digest, auth.entry.limits);
       } else {
-        // Keyless and wrong-key requests share a small per-address budget, so keys cannot be
-        // guessed at speed; the 401 carries that budget's headers.
-        chargeAddress(deps, x, config);
-        x.headers['www-authenticate'] = challenge(auth);
-        throw auth.kind === 'missing' ? MISSING_KEY : auth.kind === 'invalid' ? INVALID_KEY : OTHER_SCHEME;
+        limit = chargeAddress(deps, x, config);
       }
     }
+    // Only a limiter kept elsewhere answers with a promise: the in-memory one stays synchronous.
+    if (limit instanceof Promise) return limit.then((l) => admitted(app, x, l, auth, match, config, url, q, method, path));
+    return admitted(app, x, limit, auth, match, config, url, q, method, path);
+  } catch (err) {
+    fail(app, x, err);
+    return undefined;
+  }
+}
 
+/** Phases 4 to 6, once the limiter has answered. Catches its own errors, as handle() does. */
+function admitted(
+  app: Instance, x: Exchange, limit: LimitResult, auth: AuthResult | undefined, match: Match<RouteSpec>, config: Config,
+  url: string, q: number, method: string, path: string,
+): Promise<void> | undefined {
+  try {
+    applyLimit(x, limit);
+    if (auth !== undefined && auth.kind !== 'key') {
+      x.headers['www-authenticate'] = challenge(auth);
+      throw auth.kind === 'missing' ? MISSING_KEY : auth.kind === 'invalid' ? INVALID_KEY : OTHER_SCHEME;
+    }
     // RFC 9110 section 10.1.1: an expectation the server cannot meet is a 417.
     const expect = x.req.headers.expect;
     if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
@@ -192,7 +209,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
       res: x.res,
       params: match.params,
       query: parseQuery(q === -1 ? '' : url.slice(q + 1)),
-      store: deps.store,
+      store: app.deps.store,
       maxBodyBytes: config.maxBodyBytes,
       base: base(app, x.req),
       config,
@@ -210,14 +227,22 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
   }
 }
 
+/** A CORS preflight's 204, charged to the client address like a keyless request. */
+function answerPreflight(app: Instance, x: Exchange, limit: LimitResult, allow: string): void {
+  applyLimit(x, limit);
+  x.headers['access-control-allow-methods'] = allow;
+  x.headers['access-control-allow-headers'] = 'Authorization, Content-Type, X-Request-Id';
+  x.headers['access-control-max-age'] = '600';
+  send(app, x, 204, undefined);
+}
+
 /** Sends a handler's reply with the headers gathered so far. */
 function sendReply(app: Instance, x: Exchange, reply: Reply): void {
   if (reply.headers) Object.assign(x.headers, reply.headers);
   send(app, x, reply.status, reply.body);
 }
 
-const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit-Policy, RateLimit, Retry-After, ' +
-  'Link, Location, Deprecation, Sunset, X-Request-Id, WWW-Authenticate';
+const EXPOSED = [...RATE_LIMIT_HEADERS, 'Retry-After', 'Link', 'Location', 'Deprecation', 'Sunset', 'X-Request-Id', 'WWW-Authenticate'].join(', ');
 
 /** Adds the CORS response headers when the request's Origin is allowed; false otherwise. */
 function allowCors(x: Exchange, config: Config): boolean {
@@ -232,20 +257,14 @@ function allowCors(x: Exchange, config: Config): boolean {
 }
 
 /** Charges a request to its client address's keyless budget (`anonymous`). */
-function chargeAddress(deps: AppDeps, x: Exchange, config: Config): void {
-  applyLimit(x, deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous));
+function chargeAddress(deps: AppDeps, x: Exchange, config: Config): LimitResult | Promise<LimitResult> {
+  return deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous);
 }
 
 /** Adds the limiter's headers; a refusal becomes the response. */
 function applyLimit(x: Exchange, limit: LimitResult): void {
-  const h = x.headers;
-  h['X-RateLimit-Limit'] = limit.limit;
-  h['X-RateLimit-Remaining'] = limit.remaining;
-  h['X-RateLimit-Reset'] = limit.reset;
-  h['RateLimit-Policy'] = limit.policy;
-  h['RateLimit'] = limit.rateLimit;
+  setLimitHeaders(x.headers, limit);
   if (limit.outcome === 'ok') return;
-  h['Retry-After'] = String(limit.retryAfter);
   const message = limit.outcome === 'temporarily_banned'
     ? `Too many requests after 429 responses: temporarily banned; retry after ${limit.retryAfter} s.`
     : `Rate limit exceeded; retry after ${limit.retryAfter} s.`;

@@ -3,8 +3,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { MAX_BAN_SECONDS, MAX_LIMIT } from './limiter.js';
-import { DEFAULT_MAX_QUEUED_WRITES } from './store/file/file-store.js';
+import { DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_LIMIT } from './core/index.js';
 import type { LogLevel } from './core/types.js';
 
 export interface Limits {

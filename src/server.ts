@@ -7,8 +7,7 @@ import { createApp } from './app.js';
 import { systemClock } from './core/clock.js';
 import { ConfigError, loadConfigFile, parseConfig, type Config } from './config.js';
 import { errorBody } from './core/errors.js';
-import { Limiter, checkConfiguration } from './limiter.js';
-import { loadLimiterState, startLimiterPersistence, type LimiterPersistence } from './limiter-state.js';
+import { MemoryLimiter, checkConfiguration } from './limits/index.js';
 import { functionLogger, jsonLogger, silentLogger } from './core/log.js';
 import { safeStdout } from './core/stdio.js';
 import { ROUTES, openApiRoute } from './routes.js';
@@ -81,19 +80,14 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
   const store: PetStore = dataFile === undefined
     ? openMemoryStore()
     : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs, maxQueuedWrites: config.maxQueuedWrites });
-  const keyLimiter = new Limiter({ clock, ban: config.ban });
-  const addressLimiter = new Limiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
-  let persistence: LimiterPersistence | undefined;
+  const keyLimiter = new MemoryLimiter({ clock, ban: config.ban });
+  const addressLimiter = new MemoryLimiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
   let server: Server | undefined;
   let stopping = false;
   try {
     if (options.seed?.length) await store.seed(options.seed);
-    if (dataFile !== undefined) {
-      const limitsFile = `${dataFile}.limits.json`;
-      const saved = await loadLimiterState(limitsFile);
-      if (saved) keyLimiter.restore(saved);
-      persistence = startLimiterPersistence(keyLimiter, limitsFile, { intervalMs: SAVE_LIMITS_EVERY_MS, logger });
-    }
+    // Keys' day buckets and bans outlive a restart beside the data file; addresses' do not.
+    if (dataFile !== undefined) await keyLimiter.persist(`${dataFile}.limits.json`, { intervalMs: SAVE_LIMITS_EVERY_MS, logger });
     const app = createApp({
       store, clock, logger, keyLimiter, addressLimiter, routes: [...ROUTES, openApiRoute(ROUTES, __PETSTORE_VERSION__)],
       config: () => config,
@@ -132,7 +126,7 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
     await listen(server, options.port ?? config.port, options.host ?? config.host);
   } catch (err) {
     server?.close();
-    await persistence?.stop().catch(() => undefined);
+    await keyLimiter.close().catch(() => undefined);
     await store.close();
     throw err;
   }
@@ -170,15 +164,15 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
     close() {
       stopping = true;
       closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(() =>
-        releaseAll([() => store.close(), async () => persistence?.stop()]),
+        releaseAll([() => store.close(), () => keyLimiter.close(), () => addressLimiter.close()]),
       );
       return closing;
     },
     async reset() {
       await store.reset();
-      keyLimiter.reset();
-      addressLimiter.reset();
-      await persistence?.flush();
+      await keyLimiter.reset();
+      await addressLimiter.reset();
+      await keyLimiter.flush();
     },
     async seed(pets) {
       const stored = await store.seed(pets);

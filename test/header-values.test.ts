@@ -8,10 +8,10 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../src/app.js';
 import { systemClock } from '../src/core/clock.js';
 import { parseConfig } from '../src/config.js';
-import { Limiter } from '../src/limiter.js';
 import { ROUTES } from '../src/routes.js';
 import { openMemoryStore } from '../src/store/index.js';
 import { KEYS, call, runBundle, tempDir, testConfig, writeConfig } from './helpers.js';
+import { MemoryLimiter } from '../src/limits/index.js';
 
 const NON_LATIN1 = 'https://api.ex\u20acmple.com/v1';
 
@@ -31,8 +31,8 @@ test('a response node refuses to write ends its connection and is logged; the pr
     store: openMemoryStore(),
     clock: systemClock,
     logger: { log: (level, msg) => logged.push({ level, msg }) },
-    keyLimiter: new Limiter({ clock: systemClock, ban: config.ban }),
-    addressLimiter: new Limiter({ clock: systemClock, ban: config.ban }),
+    keyLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
+    addressLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
     config: () => config,
     publicBase: NON_LATIN1, // what the config now refuses, given to the app directly
     routes: ROUTES,

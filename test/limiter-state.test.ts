@@ -5,10 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ManualClock } from '../src/core/clock.js';
-import { Limiter } from '../src/limiter.js';
-import type { LimiterState, Limits } from '../src/limiter.js';
-import { loadLimiterState, parseLimiterState, saveLimiterState, startLimiterPersistence } from '../src/limiter-state.js';
+import { loadLimiterState, parseLimiterState, saveLimiterState, startLimiterPersistence } from '../src/limits/state.js';
 import type { LogLevel, Logger } from '../src/core/types.js';
+import { MemoryLimiter } from '../src/limits/index.js';
+import type { LimiterState } from '../src/limits/state.js';
+import type { Limits } from '../src/core/index.js';
 
 const FREE: Limits = { perMinute: 60, perDay: 1000 };
 
@@ -28,8 +29,8 @@ async function freshDir(): Promise<string> {
   return dir;
 }
 
-function limiterWith(id: string, requests: number): Limiter {
-  const limiter = new Limiter({ clock: new ManualClock(), ban: { after: 20, seconds: 300 } });
+function limiterWith(id: string, requests: number): MemoryLimiter {
+  const limiter = new MemoryLimiter({ clock: new ManualClock(), ban: { after: 20, seconds: 300 } });
   for (let i = 0; i < requests; i++) limiter.take(id, FREE);
   return limiter;
 }
@@ -217,7 +218,7 @@ describe('startLimiterPersistence', () => {
     const state = await loadLimiterState(file);
     assert.ok(state);
     const clock = new ManualClock(state.savedAt);
-    const fresh = new Limiter({ clock, ban: { after: 20, seconds: 300 } });
+    const fresh = new MemoryLimiter({ clock, ban: { after: 20, seconds: 300 } });
     fresh.restore(state);
     assert.equal(fresh.take('k', FREE).outcome, 'rate_limited');
     assert.match(await readFile(file, 'utf8'), /^\{"version":1,/);

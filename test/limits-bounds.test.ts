@@ -5,9 +5,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../src/core/clock.js';
 import { ConfigError, parseConfig } from '../src/config.js';
-import { Limiter, MAX_LIMIT } from '../src/limiter.js';
-import type { LimitResult, Limits } from '../src/limiter.js';
 import { call, startBundle, tempDir, writeConfig } from './helpers.js';
+import { MemoryLimiter, type LimitResult, setLimitHeaders } from '../src/limits/index.js';
+import { MAX_LIMIT, type Limits } from '../src/core/index.js';
 
 function problems(raw: unknown): string[] {
   try {
@@ -19,8 +19,11 @@ function problems(raw: unknown): string[] {
   return [];
 }
 
+/** A header as the app sets it: through the one mapping from a result to header fields. */
 function header(r: LimitResult, name: string): string | undefined {
-  return r.headers.find(([n]) => n === name)?.[1];
+  const fields: Record<string, string> = {};
+  setLimitHeaders(fields, r);
+  return fields[name];
 }
 
 describe('config bounds', () => {
@@ -61,7 +64,7 @@ describe('the limiter at the largest rates', () => {
   for (const [name, limits] of extremes) {
     test(`${name}: Remaining falls by one per request, and an empty bucket refuses`, () => {
       const clock = new ManualClock();
-      const limiter = new Limiter({ clock, ban: { after: 0, seconds: 0 } });
+      const limiter = new MemoryLimiter({ clock, ban: { after: 0, seconds: 0 } });
       const first = limiter.take('k', limits);
       assert.equal(first.outcome, 'ok');
       assert.equal(first.remaining, String(limits.perMinute - 1));

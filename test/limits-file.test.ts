@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseLimiterState } from '../src/limiter-state.js';
+import { parseLimiterState } from '../src/limits/state.js';
 import { KEYS, startBundle, tempDir, testConfig, writeConfig } from './helpers.js';
 import { sha256Hex } from '../src/config.js';
 

@@ -6,21 +6,24 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../src/core/clock.js';
-import { Limiter } from '../src/limiter.js';
-import type { BanPolicy, LimitResult, Limits } from '../src/limiter.js';
 import { call, startBundle, tempDir, writeConfig } from './helpers.js';
+import { MemoryLimiter, type BanPolicy, type LimitResult, setLimitHeaders } from '../src/limits/index.js';
+import type { Limits } from '../src/core/index.js';
 
 const START = Date.UTC(2026, 0, 1);
 const START_S = START / 1000;
 const FIVE: Limits = { perMinute: 5, perDay: 1000 };
 
-function setup(ban: BanPolicy = { after: 20, seconds: 300 }): { clock: ManualClock; limiter: Limiter } {
+function setup(ban: BanPolicy = { after: 20, seconds: 300 }): { clock: ManualClock; limiter: MemoryLimiter } {
   const clock = new ManualClock(START);
-  return { clock, limiter: new Limiter({ clock, ban }) };
+  return { clock, limiter: new MemoryLimiter({ clock, ban }) };
 }
 
+/** A header as the app sets it: through the one mapping from a result to header fields. */
 function header(r: LimitResult, name: string): string | undefined {
-  return r.headers.find(([n]) => n === name)?.[1];
+  const fields: Record<string, string> = {};
+  setLimitHeaders(fields, r);
+  return fields[name];
 }
 
 /** The t parameter of a RateLimit value. */

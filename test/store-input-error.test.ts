@@ -7,10 +7,10 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../src/app.js';
 import { ManualClock } from '../src/core/clock.js';
 import { parseConfig } from '../src/config.js';
-import { Limiter } from '../src/limiter.js';
 import { silentLogger } from '../src/core/log.js';
 import type { RouteSpec } from '../src/routes.js';
 import { openMemoryStore, StoreInputError } from '../src/store/index.js';
+import { MemoryLimiter } from '../src/limits/index.js';
 
 function route(path: string, handler: RouteSpec['handler']): RouteSpec {
   return { operationId: path.slice(1), method: 'POST', path, summary: '', tags: [], auth: 'key', parameters: [], responses: {}, handler };
@@ -25,8 +25,8 @@ test('a StoreInputError thrown or rejected by a handler is a 400 Error body that
     store,
     clock,
     logger: silentLogger,
-    keyLimiter: new Limiter({ clock, ban: config.ban }),
-    addressLimiter: new Limiter({ clock, ban: config.ban }),
+    keyLimiter: new MemoryLimiter({ clock, ban: config.ban }),
+    addressLimiter: new MemoryLimiter({ clock, ban: config.ban }),
     config: () => config,
     publicBase: undefined,
     routes: [

@@ -1,5 +1,6 @@
 // The core's face: plain types and small helpers every part may use; it imports no other part.
-export type { Clock, LogLevel, Logger, NewPet, Pet, PetStatus } from './types.js';
+export type { Clock, Limits, LogLevel, Logger, NewPet, Pet, PetStatus } from './types.js';
+export { DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_LIMIT } from './bounds.js';
 export { PET_STATUSES } from './types.js';
 export { ApiError, ERROR_CODES, errorBody } from './errors.js';
 export type { ErrorCode } from './errors.js';

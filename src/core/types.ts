@@ -15,6 +15,12 @@ export interface Pet extends NewPet {
   id: number;
 }
 
+/** Requests per minute and per day: a plan's limits, a key's, or the keyless budget's. */
+export interface Limits {
+  readonly perMinute: number;
+  readonly perDay: number;
+}
+
 /** Time, injected so that tests and embedders control it. */
 export interface Clock {
   /** Wall-clock time in ms since the Unix epoch (for headers such as X-RateLimit-Reset). */

@@ -1,12 +1,43 @@
-// Persistence of the limiter state (day buckets and bans survive a restart, CONTRACT.md 4).
-// The file is replaced atomically so that a crash mid-save leaves the previous snapshot.
+// Persistence of the in-memory limiter's state (day buckets and bans survive a restart; see
+// the README's "Rate limits"). The file is replaced atomically so that a crash mid-save leaves
+// the previous snapshot.
 
 import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Logger } from './core/types.js';
-import { LIMITER_STATE_VERSION, MAX_BAN_SECONDS, MAX_LIMIT } from './limiter.js';
-import type { Limiter, LimiterState, LimiterStateEntry } from './limiter.js';
+import { MAX_BAN_SECONDS, MAX_LIMIT, type Logger } from '../core/index.js';
+
+/** One id in a snapshot. Token counts and the ban are as of LimiterState.savedAt. */
+export interface LimiterStateEntry {
+  readonly id: string;
+  /** Limits in force when saved: they give the refill rate for the downtime. */
+  readonly perMinute: number;
+  readonly perDay: number;
+  /** Tokens (may be fractional) in each bucket. */
+  readonly minute: number;
+  readonly day: number;
+  /** Consecutive refusals so far. */
+  readonly strikes: number;
+  /** Ban time left in ms, 0 when not banned. */
+  readonly banMs: number;
+}
+
+/** JSON-serializable snapshot of a Limiter, anchored on wall time. */
+export interface LimiterState {
+  readonly version: 1;
+  /** clock.now() at the snapshot (Unix ms). */
+  readonly savedAt: number;
+  /** Oldest (least recently used) first, so restore() rebuilds the LRU order. */
+  readonly entries: readonly LimiterStateEntry[];
+}
+
+export const LIMITER_STATE_VERSION = 1;
+
+
+/** What persistence needs of a limiter: its state as a snapshot. */
+export interface SavesState {
+  toState(): LimiterState;
+}
 
 /** Writes `state` to `file` atomically: temp file in the same directory, fsync, rename, fsync dir. */
 export async function saveLimiterState(file: string, state: LimiterState): Promise<void> {
@@ -109,7 +140,7 @@ export interface LimiterPersistence {
  * alive; a failed periodic save is logged as a warning and retried at the next tick.
  */
 export function startLimiterPersistence(
-  limiter: Limiter,
+  limiter: SavesState,
   file: string,
   opts: LimiterPersistenceOptions,
 ): LimiterPersistence {

@@ -26,7 +26,7 @@ import type { IndexView, PetIndex } from '../pet-index.js';
 import { JournalWriter } from './journal.js';
 import type { DataLock } from './lock.js';
 import { writeSnapshot } from './snapshot.js';
-import { describeError, errorCode, type Logger } from '../../core/index.js';
+import { DEFAULT_MAX_QUEUED_WRITES, describeError, errorCode, type Logger } from '../../core/index.js';
 
 export interface FileStoreOptions {
   logger: Logger;
@@ -47,7 +47,6 @@ export interface FileStoreOptions {
 }
 
 const DEFAULT_COMPACT_MIN_BYTES = 1024 * 1024;
-export const DEFAULT_MAX_QUEUED_WRITES = 10_000;
 
 /** The running file store; opened by openFileStore (store-open.ts). */
 export class FileStore extends IndexedStore {

@@ -1,0 +1,129 @@
+// The rate-limit response headers: their names (one list, used by the app, CORS and the
+// OpenAPI document) and their values, computed from an id's buckets.
+//
+// Header syntax: X-RateLimit-* (de facto convention, named in the README's "Rate limits") and
+// the structured fields `RateLimit-Policy` / `RateLimit` of draft-ietf-httpapi-ratelimit-headers
+// (the list form with named policies and the q/w and r/t parameters, introduced in -08 and
+// kept since). The meaning of `t` follows -11 (section 4.1.2, "effective window": the seconds
+// within which the client can use no more than the available quota `r`), which for a token
+// bucket is the same number as -10's "seconds until additional quota is made available": the
+// time until the next whole token. Section 6: Retry-After never points earlier than `t`.
+import type { Limits } from '../core/index.js';
+import { DAY_MS, MINUTE_MS, checkLimits, msUntilFull, msUntilNextToken, wholeTokens } from './buckets.js';
+import type { LimitOutcome, LimitResult } from './contract.js';
+
+/** Every response that was charged carries these (Retry-After too, on a refusal). */
+export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'] as const;
+
+/**
+ * Adds a charge's headers to a response's; the one place where a LimitResult becomes header
+ * fields, so the names above and the values cannot drift apart.
+ */
+export function setLimitHeaders(h: Record<string, string>, limit: LimitResult): void {
+  h['X-RateLimit-Limit'] = limit.limit;
+  h['X-RateLimit-Remaining'] = limit.remaining;
+  h['X-RateLimit-Reset'] = limit.reset;
+  h['RateLimit-Policy'] = limit.policy;
+  h['RateLimit'] = limit.rateLimit;
+  if (limit.outcome !== 'ok') h['Retry-After'] = String(limit.retryAfter);
+}
+
+/** Plain fields, one hidden shape for every result on the hot path. */
+class Result implements LimitResult {
+  constructor(
+    readonly outcome: LimitOutcome,
+    readonly retryAfter: number,
+    readonly limit: string,
+    readonly remaining: string,
+    readonly reset: string,
+    readonly policy: string,
+    readonly rateLimit: string,
+  ) {}
+}
+
+/** Strings that depend only on the limits' values, computed once per distinct value. */
+export interface PolicyStrings {
+  readonly policy: string;
+  readonly minuteLimit: string;
+  readonly dayLimit: string;
+}
+
+const POLICY_CACHE_MAX = 1024;
+
+/** PolicyStrings cached by value (plans are few), so fresh Limits objects still hit. */
+export class PolicyCache {
+  /** perMinute -> perDay -> strings. */
+  readonly #policies = new Map<number, Map<number, PolicyStrings>>();
+  #count = 0;
+
+  /** The strings of `limits`; throws (RangeError) on limits no bucket can have. */
+  get(limits: Limits): PolicyStrings {
+    let byDay = this.#policies.get(limits.perMinute);
+    const hit = byDay?.get(limits.perDay);
+    if (hit !== undefined) return hit;
+    checkLimits(limits);
+    if (this.#count >= POLICY_CACHE_MAX) {
+      // Only reachable if limits vary wildly (e.g. per-key custom limits by the thousand).
+      this.#policies.clear();
+      this.#count = 0;
+      byDay = undefined;
+    }
+    if (byDay === undefined) {
+      byDay = new Map();
+      this.#policies.set(limits.perMinute, byDay);
+    }
+    const strings: PolicyStrings = {
+      // draft-ietf-httpapi-ratelimit-headers: RateLimit-Policy is a List of String items,
+      // each a policy name with q (quota units) and w (window in seconds).
+      policy: `"minute";q=${limits.perMinute};w=60, "day";q=${limits.perDay};w=86400`,
+      minuteLimit: String(limits.perMinute),
+      dayLimit: String(limits.perDay),
+    };
+    byDay.set(limits.perDay, strings);
+    this.#count += 1;
+    return strings;
+  }
+}
+
+/**
+ * Builds the response headers for the binding bucket: the one with fewer whole tokens
+ * left, the minute bucket on a tie. On any refusal Remaining is 0 (the client may not send).
+ * `waitMs` is the time until a request would be admitted (0 when ok): Retry-After. `minute`
+ * and `day` are the buckets' contents in token-milliseconds; `nowMs` is the wall clock.
+ */
+export function limitResult(
+  outcome: LimitOutcome, minute: number, day: number, limits: Limits, strings: PolicyStrings, waitMs: number, nowMs: number,
+): LimitResult {
+  const minuteWhole = wholeTokens(minute, MINUTE_MS, limits.perMinute);
+  const dayWhole = wholeTokens(day, DAY_MS, limits.perDay);
+  const minuteBinds = minuteWhole <= dayWhole;
+  const remaining = outcome === 'ok' ? (minuteBinds ? minuteWhole : dayWhole) : 0;
+  let msToFull = minuteBinds
+    ? msUntilFull(minute, MINUTE_MS, limits.perMinute)
+    : msUntilFull(day, DAY_MS, limits.perDay);
+  let msToNext = minuteBinds
+    ? msUntilNextToken(minute, MINUTE_MS, limits.perMinute)
+    : msUntilNextToken(day, DAY_MS, limits.perDay);
+  if (outcome === 'temporarily_banned') {
+    // Nothing is available until the ban (and the refill) is over: t and Retry-After agree,
+    // and Reset is not before the ban's end.
+    msToNext = waitMs;
+    if (waitMs > msToFull) msToFull = waitMs;
+  }
+  const resetAt = Math.ceil((nowMs + msToFull) / 1000);
+  const remainingStr = String(remaining);
+  return new Result(
+    outcome,
+    Math.ceil(waitMs / 1000),
+    minuteBinds ? strings.minuteLimit : strings.dayLimit,
+    remainingStr,
+    String(resetAt),
+    strings.policy,
+    // draft-ietf-httpapi-ratelimit-headers-11: RateLimit is a List of service limit items,
+    // each a String naming the policy with r (available quota) and t (section 4.1.2: the
+    // seconds within which no more than r can be used, here until the next whole token).
+    // On a refusal the binding bucket is one without a whole token, so Retry-After (the
+    // wait for every bucket) is never earlier than t (section 6).
+    (minuteBinds ? '"minute";r=' : '"day";r=') + remainingStr + ';t=' + Math.ceil(msToNext / 1000),
+  );
+}

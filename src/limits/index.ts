@@ -1,0 +1,6 @@
+// The limits' face: the limiter contract, the in-memory limiter, and the header names.
+export type { BanPolicy, LimitOutcome, LimitResult, Limiter } from './contract.js';
+export { checkConfiguration } from './buckets.js';
+export { RATE_LIMIT_HEADERS, setLimitHeaders } from './headers.js';
+export { MemoryLimiter } from './memory.js';
+export type { LimiterOptions } from './memory.js';
