@@ -17,8 +17,8 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { authenticate, challenge, type AuthResult } from './auth.js';
 import { BodyTooLarge, PendingBodies, sendContinue } from './body.js';
-import type { Config } from './config.js';
-import { ApiError, type ErrorCode } from './core/errors.js';
+import type { Config } from './config/index.js';
+import { ApiError, clip, type ErrorCode } from './core/index.js';
 import { forwardedAddress } from './forwarded.js';
 import { RATE_LIMIT_HEADERS, setLimitHeaders, type Limiter, type LimitResult } from './limits/index.js';
 import { parseQuery } from './query.js';
@@ -560,8 +560,4 @@ function ipv6Prefix64(addr: string): string {
   const right = tail === undefined || tail === '' ? [] : tail.split(':');
   const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
   return groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':');
-}
-
-function clip(text: string): string {
-  return text.length > 80 ? `${text.slice(0, 80)}...` : text;
 }

@@ -1,8 +1,7 @@
 // Bearer authentication (RFC 6750). Keys are looked up by their SHA-256 digest, so the
 // comparison never runs over the secret itself: hashing both sides to a fixed length first
 // makes the lookup time independent of how much of a wrong key matches.
-import { hash } from 'node:crypto';
-import type { KeyEntry } from './config.js';
+import { keyDigest, type KeyEntry } from './config/index.js';
 
 export type AuthResult =
   | { readonly kind: 'key'; readonly entry: KeyEntry }
@@ -24,7 +23,7 @@ export function authenticate(header: string | undefined, keys: ReadonlyMap<strin
   if (token === '') return INVALID;
   // Only digests are compared (by the Map): the time taken says nothing about how much of
   // a wrong key matches a real one.
-  const entry = keys.get(hash('sha256', token, 'hex'));
+  const entry = keys.get(keyDigest(token));
   return entry === undefined ? INVALID : { kind: 'key', entry };
 }
 

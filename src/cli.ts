@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfigFile, parseConfig, type Config } from './config.js';
+import { ConfigError, loadConfigFile, parseConfig, type Config } from './config/index.js';
 import { batchingSink, jsonLogger } from './core/log.js';
 import { readSeedFile } from './seed.js';
 import { StartError, startPetstore, type PetstoreHandle } from './server.js';

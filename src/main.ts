@@ -5,7 +5,7 @@ import { main } from './cli.js';
 
 export { startPetstore, StartError } from './server.js';
 export type { StartOptions, PetstoreHandle, LogFunction } from './server.js';
-export { ConfigError } from './config.js';
+export { ConfigError } from './config/index.js';
 export type { Pet, NewPet, PetStatus, Clock, Logger, LogLevel } from './core/types.js';
 export { ManualClock } from './core/clock.js';
 

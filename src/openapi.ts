@@ -1,6 +1,6 @@
 // The OpenAPI 3.1 document, generated from the route table and the same schema objects that
 // validate requests, so it cannot drift from what the service does.
-import type { Config } from './config.js';
+import type { Config } from './config/index.js';
 import { ERROR_CODES, type ErrorCode } from './core/errors.js';
 import type { RouteSpec } from './routes.js';
 import { errorSchema, newPetSchema, petSchema, petStatusSchema } from './schemas.js';

@@ -10,7 +10,7 @@ import {
 } from './schemas.js';
 import type { Schema } from './validate.js';
 import type { PageVersion, PetStore, StoredPet } from './store/index.js';
-import type { Config } from './config.js';
+import type { Config } from './config/index.js';
 import { openApiDocument } from './openapi.js';
 
 /** What a handler answers; the app adds the common headers and sends it. */

@@ -1,6 +1,6 @@
 // The API's data shapes, as schemas (data) and as parsers that turn untrusted input into
 // typed values. The OpenAPI document is generated from these same objects.
-import { ApiError, ERROR_CODES, type ErrorCode } from './core/errors.js';
+import { ApiError, ERROR_CODES, clip, type ErrorCode } from './core/index.js';
 import { single, type Query } from './query.js';
 import { check, formatProblems, type Problem, type Schema } from './validate.js';
 import { PET_STATUSES, type NewPet, type PetStatus } from './core/types.js';
@@ -146,7 +146,7 @@ export function parseLimit(raw: string | undefined): number | ApiError {
   if (raw === undefined) return LIMIT_DEFAULT;
   // Leading zeros are allowed ("0020" is 20), as the README says; at most three digits after them.
   if (!/^0*[0-9]{1,3}$/.test(raw)) {
-    return new ApiError('invalid_request', `Query parameter limit must be an integer from 1 to ${LIMIT_MAX}, got "${clip(raw)}".`);
+    return new ApiError('invalid_request', `Query parameter limit must be an integer from 1 to ${LIMIT_MAX}, got "${clip(raw, 40)}".`);
   }
   const n = Number(raw);
   if (n < 1 || n > LIMIT_MAX) {
@@ -159,7 +159,7 @@ export function parseLimit(raw: string | undefined): number | ApiError {
 export function parseStatus(raw: string | undefined): PetStatus | undefined | ApiError {
   if (raw === undefined) return undefined;
   if (!(PET_STATUSES as readonly string[]).includes(raw)) {
-    return new ApiError('invalid_request', `Query parameter status must be one of ${PET_STATUSES.join(', ')}, got "${clip(raw)}".`);
+    return new ApiError('invalid_request', `Query parameter status must be one of ${PET_STATUSES.join(', ')}, got "${clip(raw, 40)}".`);
   }
   return raw as PetStatus;
 }
@@ -168,7 +168,7 @@ export function parseStatus(raw: string | undefined): PetStatus | undefined | Ap
 export function parseCursor(raw: string | undefined): number | undefined | ApiError {
   if (raw === undefined) return undefined;
   if (!/^[0-9]{1,16}$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
-    return new ApiError('invalid_request', `Query parameter cursor is not a valid cursor: "${clip(raw)}".`);
+    return new ApiError('invalid_request', `Query parameter cursor is not a valid cursor: "${clip(raw, 40)}".`);
   }
   return Number(raw);
 }
@@ -179,19 +179,14 @@ export function parseCursor(raw: string | undefined): number | undefined | ApiEr
  */
 export function parsePetId(raw: string): number | ApiError {
   if (!/^-?[0-9]{1,20}$/.test(raw)) {
-    return new ApiError('invalid_request', `Path parameter petId must be a decimal integer, got "${clip(raw)}".`);
+    return new ApiError('invalid_request', `Path parameter petId must be a decimal integer, got "${clip(raw, 40)}".`);
   }
   // Up to 15 digits is always a safe integer; only longer ids need the exact int64 check.
   if (raw.length <= 15) return Number(raw);
   const big = BigInt(raw);
   if (big > INT64_MAX || big < INT64_MIN) {
-    return new ApiError('invalid_request', `Path parameter petId must be a 64-bit integer, got "${clip(raw)}".`);
+    return new ApiError('invalid_request', `Path parameter petId must be a 64-bit integer, got "${clip(raw, 40)}".`);
   }
   const n = Number(raw);
   return Number.isSafeInteger(n) ? n : Number.POSITIVE_INFINITY;
-}
-
-/** Echo at most 40 characters of client input in a message. */
-function clip(raw: string): string {
-  return raw.length > 40 ? `${raw.slice(0, 40)}...` : raw;
 }

@@ -5,7 +5,7 @@ import { STATUS_CODES, createServer, type IncomingMessage, type Server, type Ser
 import type { Socket } from 'node:net';
 import { createApp } from './app.js';
 import { systemClock } from './core/clock.js';
-import { ConfigError, loadConfigFile, parseConfig, type Config } from './config.js';
+import { ConfigError, loadConfigFile, parseConfig, type Config } from './config/index.js';
 import { errorBody } from './core/errors.js';
 import { MemoryLimiter, checkConfiguration } from './limits/index.js';
 import { functionLogger, jsonLogger, silentLogger } from './core/log.js';

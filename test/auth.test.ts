@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { authenticate, challenge } from '../src/auth.js';
-import { parseConfig } from '../src/config.js';
+import { parseConfig } from '../src/config/index.js';
 
 const config = parseConfig({ keys: [{ key: 'good-key', plan: 'free', name: 'g' }] }, 'x', '/');
 

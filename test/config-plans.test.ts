@@ -2,7 +2,7 @@
 // is not a plan unless the config defines it (issue 11, item 11).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, parseConfig } from '../src/config.js';
+import { ConfigError, parseConfig } from '../src/config/index.js';
 import { call, startBundle, tempDir, writeConfig } from './helpers.js';
 
 const PROTOTYPE_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'];

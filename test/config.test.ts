@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { ConfigError, parseConfig } from '../src/config.js';
+import { ConfigError, parseConfig } from '../src/config/index.js';
 
 function problems(raw: unknown): string[] {
   try {
@@ -115,7 +115,7 @@ test('the message names the source', () => {
 });
 
 test('members given twice are found, with their paths', async () => {
-  const { repeatedMembers } = await import('../src/config.js');
+  const { repeatedMembers } = await import('../src/config/index.js');
   assert.deepEqual(repeatedMembers('{"a":1,"b":{"c":1,"c":2},"a":3}'), ['b.c', 'a']);
   assert.deepEqual(repeatedMembers('{"keys":[{"key":"x","plan":"free","plan":"pro"},{"key":"y"}],"s":"\\"keys\\""}'), ['keys[0].plan']);
   assert.deepEqual(repeatedMembers('{"a":[1,{"b":1}],"b":1}'), []);

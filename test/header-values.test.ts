@@ -7,7 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../src/app.js';
 import { systemClock } from '../src/core/clock.js';
-import { parseConfig } from '../src/config.js';
+import { parseConfig } from '../src/config/index.js';
 import { ROUTES } from '../src/routes.js';
 import { openMemoryStore } from '../src/store/index.js';
 import { KEYS, call, runBundle, tempDir, testConfig, writeConfig } from './helpers.js';

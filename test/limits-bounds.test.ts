@@ -4,7 +4,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../src/core/clock.js';
-import { ConfigError, parseConfig } from '../src/config.js';
+import { ConfigError, parseConfig } from '../src/config/index.js';
 import { call, startBundle, tempDir, writeConfig } from './helpers.js';
 import { MemoryLimiter, type LimitResult, setLimitHeaders } from '../src/limits/index.js';
 import { MAX_LIMIT, type Limits } from '../src/core/index.js';

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseLimiterState } from '../src/limits/state.js';
 import { KEYS, startBundle, tempDir, testConfig, writeConfig } from './helpers.js';
-import { sha256Hex } from '../src/config.js';
+import { keyDigest } from '../src/config/index.js';
 
 const GOOD = { id: 'a'.repeat(64), perMinute: 60, perDay: 1000, minute: 12.5, day: 900, strikes: 3, banMs: 1500.25 };
 
@@ -53,7 +53,7 @@ test('a hand-edited banMs of 1e308 stops the start with the file and the field n
   const config = writeConfig(dir, testConfig());
   const data = join(dir, 'pets.json');
   const limitsFile = `${data}.limits.json`;
-  const entry = { ...GOOD, id: sha256Hex(KEYS.free), banMs: 1e308 };
+  const entry = { ...GOOD, id: keyDigest(KEYS.free), banMs: 1e308 };
   writeFileSync(limitsFile, JSON.stringify(state(entry, { savedAt: Date.now() })));
   let srv;
   try {

@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../src/app.js';
 import { ManualClock } from '../src/core/clock.js';
-import { parseConfig } from '../src/config.js';
+import { parseConfig } from '../src/config/index.js';
 import { silentLogger } from '../src/core/log.js';
 import type { RouteSpec } from '../src/routes.js';
 import { openMemoryStore, StoreInputError } from '../src/store/index.js';

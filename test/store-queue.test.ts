@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseConfig } from '../src/config.js';
+import { parseConfig } from '../src/config/index.js';
 import { openFileStore, StoreBusyError, StoreUnavailableError } from '../src/store/index.js';
 import { KEYS, call, startBundle, tempDir, testConfig, writeConfig } from './helpers.js';
 import { errorCode, exchange, header, portOf } from './reliability/lib.js';

@@ -10,3 +10,6 @@ export type { BatchingSink, LogSink } from './log.js';
 export { guardedWriter, safeStderr, safeStdout } from './stdio.js';
 export type { Write } from './stdio.js';
 export { describeError, errorCode } from './errno.js';
+export { readJsonFile, readJsonFileSync } from './json-file.js';
+export type { JsonFile } from './json-file.js';
+export { clip } from './text.js';

@@ -2,10 +2,10 @@
 // the README's "Rate limits"). The file is replaced atomically so that a crash mid-save leaves
 // the previous snapshot.
 
-import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { MAX_BAN_SECONDS, MAX_LIMIT, type Logger } from '../core/index.js';
+import { MAX_BAN_SECONDS, MAX_LIMIT, readJsonFile, type Logger } from '../core/index.js';
 
 /** One id in a snapshot. Token counts and the ban are as of LimiterState.savedAt. */
 export interface LimiterStateEntry {
@@ -59,19 +59,11 @@ export async function saveLimiterState(file: string, state: LimiterState): Promi
 
 /** Reads a snapshot; undefined when the file does not exist. Errors name the file. */
 export async function loadLimiterState(file: string): Promise<LimiterState | undefined> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if (isErrno(err, 'ENOENT')) return undefined; // first start: nothing saved yet
-    throw new Error(`cannot read limiter state file ${file}: ${messageOf(err)}`, { cause: err });
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw new Error(`limiter state file ${file} is not valid JSON: ${messageOf(err)}`, { cause: err });
-  }
+  const read = await readJsonFile(file);
+  if (read.kind === 'missing') return undefined; // first start: nothing saved yet
+  if (read.kind === 'unreadable') throw new Error(`cannot read limiter state file ${file}: ${read.error.message}`, { cause: read.error });
+  if (read.kind === 'invalid') throw new Error(`limiter state file ${file} is not valid JSON: ${read.error.message}`, { cause: read.error });
+  const value = read.value;
   try {
     return parseLimiterState(value);
   } catch (err) {

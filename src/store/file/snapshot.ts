@@ -1,7 +1,6 @@
 // The snapshot: the whole store as one JSON document, one pet per line, replaced atomically (written to a
 // temporary file, fsynced, renamed over the data file, directory fsynced), so the data file
 // is never half-written.
-import { readFileSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { checkNextId, checkPet, checkSnapshot, parseHead, petJson, snapshotHead, SNAPSHOT_END, SNAPSHOT_TAIL } from '../codec.js';
 import type { SnapshotContent } from '../codec.js';
@@ -11,7 +10,7 @@ import { StoreOpenError } from '../errors.js';
 import type { IndexView } from '../pet-index.js';
 import { forEachLine, LineTooLongError } from './lines.js';
 import type { LineReadOptions, LinesRead } from './lines.js';
-import { describeError, errorCode, type Logger, type Pet } from '../../core/index.js';
+import { describeError, errorCode, readJsonFileSync, type Logger, type Pet } from '../../core/index.js';
 
 /**
  * Pets serialized per write. About 0.5 MB and a few ms of work: the event loop gets control
@@ -146,22 +145,18 @@ class SnapshotLines {
 
 /** A snapshot in another layout than one pet per line: parsed as one document. */
 function readWholeSnapshot(paths: StorePaths): LoadedSnapshot {
-  let text: string;
-  try {
-    text = readFileSync(paths.snapshot, 'utf8');
-  } catch (err) {
-    throw new StoreOpenError(paths.given, `Cannot read data file ${paths.given}: ${describeError(err)}.`, { cause: err });
+  const read = readJsonFileSync(paths.snapshot);
+  if (read.kind === 'missing' || read.kind === 'unreadable') {
+    throw new StoreOpenError(paths.given, `Cannot read data file ${paths.given}: ${describeError(read.error)}.`, { cause: read.error });
   }
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (err) {
+  if (read.kind === 'invalid') {
     throw new StoreOpenError(
       paths.given,
-      `Data file ${paths.given} is not valid JSON (${describeError(err)}); refusing to start so that it is not overwritten.`,
-      { cause: err },
+      `Data file ${paths.given} is not valid JSON (${describeError(read.error)}); refusing to start so that it is not overwritten.`,
+      { cause: read.error },
     );
   }
+  const { value: doc, text } = read;
   const content = checkSnapshot(doc);
   if (typeof content === 'string') {
     throw new StoreOpenError(

@@ -1,55 +1,11 @@
-// The config file: keys, plans and server settings. Validated once, every problem listed at
-// once with the file named, then frozen. Keys are held only as SHA-256 digests after loading.
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
-import { DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_LIMIT } from './core/index.js';
-import type { LogLevel } from './core/types.js';
-
-export interface Limits {
-  readonly perMinute: number;
-  readonly perDay: number;
-}
-
-export interface KeyEntry {
-  /** Hex SHA-256 of the key: how the key is looked up, and its id in the limiter. */
-  readonly digest: string;
-  /** A name for logs (never the key itself). */
-  readonly name: string;
-  readonly plan: string;
-  readonly limits: Limits;
-}
-
-export interface Config {
-  readonly host: string;
-  readonly port: number;
-  /** Absolute path, or undefined for an in-memory store. */
-  readonly dataFile: string | undefined;
-  readonly environments: Readonly<Record<'production' | 'staging', string>>;
-  /** Plan name -> limits; a Map, so that only the plans the config names are found. */
-  readonly plans: ReadonlyMap<string, Limits>;
-  readonly keys: ReadonlyMap<string, KeyEntry>;
-  readonly ban: { readonly after: number; readonly seconds: number };
-  readonly anonymous: Limits;
-  /** Size of the per-address table of keyless clients before the least recent are evicted. */
-  readonly anonymousTableSize: number;
-  readonly maxBodyBytes: number;
-  /** Creates that may wait for the data file's batch in flight; past it, 503 at once. */
-  readonly maxQueuedWrites: number;
-  readonly trustProxy: boolean;
-  readonly cors: { readonly origins: readonly string[] };
-  readonly logLevel: LogLevel | 'silent';
-  /** Concurrent connections; past it new ones are closed at once. */
-  readonly maxConnections: number;
-  /** Bytes of unfinished request bodies held in memory at once, all requests together. */
-  readonly maxPendingBodyBytes: number;
-}
-
-export const DEFAULT_PLANS: ReadonlyMap<string, Limits> = new Map<string, Limits>([
-  ['free', Object.freeze({ perMinute: 60, perDay: 1000 })],
-  ['pro', Object.freeze({ perMinute: 300, perDay: 10000 })],
-  ['business', Object.freeze({ perMinute: 1000, perDay: 100000 })],
-]);
+// Validating a config: keys, plans and server settings. Every problem is listed at once with
+// the source named, then the result is frozen. Keys are held only as SHA-256 digests.
+import { resolve } from 'node:path';
+import { DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_LIMIT, type Limits } from '../core/index.js';
+import type { Config, KeyEntry } from './contract.js';
+import { DEFAULT_PLANS } from './defaults.js';
+import { keyDigest } from './digest.js';
+import { ConfigError } from './errors.js';
 
 const TOP_LEVEL = new Set([
   '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
@@ -60,20 +16,6 @@ const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 // RFC 6750 section 2.1: a bearer token is a token68.
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
-
-export class ConfigError extends Error {
-  readonly source: string;
-  readonly problems: readonly string[];
-  constructor(source: string, problems: readonly string[]) {
-    super(`${source}: invalid config:\n  - ${problems.join('\n  - ')}`);
-    this.source = source;
-    this.problems = problems;
-  }
-}
-
-export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
-}
 
 type Raw = Record<string, unknown>;
 
@@ -277,7 +219,7 @@ function readKeyDigest(r: Reader, item: Raw, where: string): string | undefined 
       r.problem(`${where}.key must be a non-empty string of token characters (A-Z a-z 0-9 - . _ ~ + /)`);
       return undefined;
     }
-    return sha256Hex(item.key);
+    return keyDigest(item.key);
   }
   if (typeof item.sha256 !== 'string' || !/^[0-9a-fA-F]{64}$/.test(item.sha256)) {
     r.problem(`${where}.sha256 must be 64 hexadecimal characters`);
@@ -313,67 +255,4 @@ function readCors(r: Reader, v: unknown): Config['cors'] {
     else r.problem(`cors.origins[${i}] must be "*" or an origin such as "https://app.example.com" (no path)`);
   });
   return Object.freeze({ origins: Object.freeze(origins) });
-}
-
-/** Read and validate a config file; the error names the file and every problem. */
-export async function loadConfigFile(path: string): Promise<Config> {
-  const file = resolve(path);
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : (err as Error).message;
-    throw new ConfigError(file, [`cannot read the config file: ${reason}`]);
-  }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError(file, [`not valid JSON: ${(err as Error).message}`]);
-  }
-  // JSON.parse keeps the last of two members with one name; in a config that would silently
-  // drop, say, a whole first list of keys.
-  const repeated = repeatedMembers(text);
-  if (repeated.length > 0) throw new ConfigError(file, repeated.map((p) => `${p} is given more than once`));
-  return parseConfig(raw, file, dirname(file));
-}
-
-interface Frame {
-  readonly path: string;
-  /** Member names seen, for an object; undefined for an array. */
-  readonly names: Set<string> | undefined;
-  expectName: boolean;
-  last: string;
-  index: number;
-}
-
-/** Paths of object members named twice in a text that JSON.parse has already accepted. */
-export function repeatedMembers(text: string): string[] {
-  const found: string[] = [];
-  const stack: Frame[] = [];
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    const top = stack[stack.length - 1];
-    if (c === '"') {
-      let j = i + 1;
-      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
-      if (top?.names && top.expectName) {
-        const name = JSON.parse(text.slice(i, j + 1)) as string;
-        if (top.names.has(name)) found.push(top.path ? `${top.path}.${name}` : name);
-        top.names.add(name);
-        top.last = name;
-        top.expectName = false;
-      }
-      i = j;
-    } else if (c === '{' || c === '[') {
-      const path = top === undefined ? '' : top.names ? (top.path ? `${top.path}.${top.last}` : top.last) : `${top.path}[${top.index}]`;
-      stack.push({ path, names: c === '{' ? new Set() : undefined, expectName: c === '{', last: '', index: 0 });
-    } else if (c === '}' || c === ']') {
-      stack.pop();
-    } else if (c === ',' && top) {
-      if (top.names) top.expectName = true;
-      else top.index++;
-    }
-  }
-  return found;
 }

@@ -1,0 +1,37 @@
+// The config as the rest of the service reads it: validated once, then frozen. Keys are held
+// only as SHA-256 digests (see digest.ts).
+import type { Limits, LogLevel } from '../core/index.js';
+
+export interface KeyEntry {
+  /** Hex SHA-256 of the key: how the key is looked up, and its id in the limiter. */
+  readonly digest: string;
+  /** A name for logs (never the key itself). */
+  readonly name: string;
+  readonly plan: string;
+  readonly limits: Limits;
+}
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  /** Absolute path, or undefined for an in-memory store. */
+  readonly dataFile: string | undefined;
+  readonly environments: Readonly<Record<'production' | 'staging', string>>;
+  /** Plan name -> limits; a Map, so that only the plans the config names are found. */
+  readonly plans: ReadonlyMap<string, Limits>;
+  readonly keys: ReadonlyMap<string, KeyEntry>;
+  readonly ban: { readonly after: number; readonly seconds: number };
+  readonly anonymous: Limits;
+  /** Size of the per-address table of keyless clients before the least recent are evicted. */
+  readonly anonymousTableSize: number;
+  readonly maxBodyBytes: number;
+  /** Creates that may wait for the data file's batch in flight; past it, 503 at once. */
+  readonly maxQueuedWrites: number;
+  readonly trustProxy: boolean;
+  readonly cors: { readonly origins: readonly string[] };
+  readonly logLevel: LogLevel | 'silent';
+  /** Concurrent connections; past it new ones are closed at once. */
+  readonly maxConnections: number;
+  /** Bytes of unfinished request bodies held in memory at once, all requests together. */
+  readonly maxPendingBodyBytes: number;
+}

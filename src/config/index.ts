@@ -1,0 +1,7 @@
+// The config's face: its contract, parsing and loading, and the key digest.
+export type { Config, KeyEntry } from './contract.js';
+export { ConfigError } from './errors.js';
+export { DEFAULT_PLANS } from './defaults.js';
+export { keyDigest } from './digest.js';
+export { parseConfig } from './parse.js';
+export { loadConfigFile, repeatedMembers } from './load.js';

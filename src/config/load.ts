@@ -1,0 +1,61 @@
+// Reading a config file: JSON with every member named once, then parseConfig.
+import { dirname, resolve } from 'node:path';
+import { readJsonFile } from '../core/index.js';
+import type { Config } from './contract.js';
+import { ConfigError } from './errors.js';
+import { parseConfig } from './parse.js';
+
+/** Read and validate a config file; the error names the file and every problem. */
+export async function loadConfigFile(path: string): Promise<Config> {
+  const file = resolve(path);
+  const read = await readJsonFile(file);
+  if (read.kind === 'missing') throw new ConfigError(file, ['cannot read the config file: file not found']);
+  if (read.kind === 'unreadable') throw new ConfigError(file, [`cannot read the config file: ${read.error.message}`]);
+  if (read.kind === 'invalid') throw new ConfigError(file, [`not valid JSON: ${read.error.message}`]);
+  const { value: raw, text } = read;
+  // JSON.parse keeps the last of two members with one name; in a config that would silently
+  // drop, say, a whole first list of keys.
+  const repeated = repeatedMembers(text);
+  if (repeated.length > 0) throw new ConfigError(file, repeated.map((p) => `${p} is given more than once`));
+  return parseConfig(raw, file, dirname(file));
+}
+
+interface Frame {
+  readonly path: string;
+  /** Member names seen, for an object; undefined for an array. */
+  readonly names: Set<string> | undefined;
+  expectName: boolean;
+  last: string;
+  index: number;
+}
+
+/** Paths of object members named twice in a text that JSON.parse has already accepted. */
+export function repeatedMembers(text: string): string[] {
+  const found: string[] = [];
+  const stack: Frame[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    const top = stack[stack.length - 1];
+    if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      if (top?.names && top.expectName) {
+        const name = JSON.parse(text.slice(i, j + 1)) as string;
+        if (top.names.has(name)) found.push(top.path ? `${top.path}.${name}` : name);
+        top.names.add(name);
+        top.last = name;
+        top.expectName = false;
+      }
+      i = j;
+    } else if (c === '{' || c === '[') {
+      const path = top === undefined ? '' : top.names ? (top.path ? `${top.path}.${top.last}` : top.last) : `${top.path}[${top.index}]`;
+      stack.push({ path, names: c === '{' ? new Set() : undefined, expectName: c === '{', last: '', index: 0 });
+    } else if (c === '}' || c === ']') {
+      stack.pop();
+    } else if (c === ',' && top) {
+      if (top.names) top.expectName = true;
+      else top.index++;
+    }
+  }
+  return found;
+}
