@@ -1,7 +1,7 @@
 // --seed FILE: a JSON array of pets to preload, each validated like a POST body.
 import { readFile } from 'node:fs/promises';
 import { ApiError } from './core/errors.js';
-import { parseNewPet } from './schemas.js';
+import { parseNewPet } from './api/schemas.js';
 import type { NewPet } from './core/types.js';
 
 export async function readSeedFile(file: string): Promise<Array<NewPet & { id?: number }>> {

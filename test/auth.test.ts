@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { authenticate, challenge } from '../src/auth.js';
+import { authenticate, challenge } from '../src/http/auth.js';
 import { parseConfig } from '../src/config/index.js';
 
 const config = parseConfig({ keys: [{ key: 'good-key', plan: 'free', name: 'g' }] }, 'x', '/');

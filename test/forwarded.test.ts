@@ -2,7 +2,7 @@
 // socket's peer (unit cases for the parser, then the limiter's view from outside the bundle).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { forwardedAddress } from '../src/forwarded.js';
+import { forwardedAddress } from '../src/http/client-address.js';
 import { call, startBundle, tempDir, testConfig, writeConfig } from './helpers.js';
 
 const cases: Array<{ name: string; header: string | string[] | undefined; want: string | undefined }> = [

@@ -1,7 +1,7 @@
 // The list-page cache: bounded in entries and in bytes, least recently used pages go first.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PageCache } from '../src/routes.js';
+import { PageCache } from '../src/api/index.js';
 import { openMemoryStore } from '../src/store/index.js';
 
 const store = openMemoryStore(); // empty: generation and count stay as they are

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseQuery, single } from '../src/query.js';
+import { parseQuery } from '../src/http/query.js';
+import { single } from '../src/api/schemas.js';
 import { ApiError } from '../src/core/errors.js';
 
 test('parses pairs, + as space, percent-encoding, empty values', () => {

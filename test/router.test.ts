@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Router } from '../src/router.js';
+import { Router } from '../src/http/router.js';
 
 const router = new Router<string>()
   .add('GET', '/v1/pets', 'list')

@@ -1,12 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '../src/core/errors.js';
-import { parseCursor, parseLimit, parseListQuery, parseNewPet, parsePetId, parseStatus } from '../src/schemas.js';
-import { parseQuery } from '../src/query.js';
-import { check } from '../src/validate.js';
-import * as schemas from '../src/schemas.js';
-import { newPetSchema } from '../src/schemas.js';
-import type { Schema } from '../src/validate.js';
+import { parseCursor, parseLimit, parseListQuery, parseNewPet, parsePetId, parseStatus } from '../src/api/schemas.js';
+import { parseQuery } from '../src/http/query.js';
+import { check } from '../src/api/validate.js';
+import * as schemas from '../src/api/schemas.js';
+import { newPetSchema } from '../src/api/schemas.js';
+import type { Schema } from '../src/api/validate.js';
 
 /** Parameter parsers return (not throw) their ApiError, a 400 naming the parameter. */
 function rejects(fn: () => unknown, field: string): void {

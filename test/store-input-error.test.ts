@@ -4,11 +4,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createApp } from '../src/app.js';
+import { createApp } from '../src/http/app.js';
 import { ManualClock } from '../src/core/clock.js';
 import { parseConfig } from '../src/config/index.js';
 import { silentLogger } from '../src/core/log.js';
-import type { RouteSpec } from '../src/routes.js';
+import type { RouteSpec } from '../src/api/index.js';
 import { openMemoryStore, StoreInputError } from '../src/store/index.js';
 import { MemoryLimiter } from '../src/limits/index.js';
 

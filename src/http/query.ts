@@ -1,8 +1,7 @@
 // Query strings, parsed by hand: no URL object per request, and every repeated or
 // badly encoded parameter is reported instead of being silently resolved.
-import { ApiError } from './core/errors.js';
-
-export type Query = ReadonlyMap<string, readonly string[]>;
+import type { Query } from '../api/index.js';
+import { ApiError } from '../core/index.js';
 
 const EMPTY: Query = new Map();
 
@@ -20,14 +19,6 @@ export function parseQuery(raw: string): Query {
     else out.set(name, [value]);
   }
   return out;
-}
-
-/** The one value of `name`, or undefined; given twice is an error (returned, see schemas.ts). */
-export function single(query: Query, name: string): string | undefined | ApiError {
-  const values = query.get(name);
-  if (values === undefined) return undefined;
-  if (values.length > 1) return new ApiError('invalid_request', `Query parameter ${name} must be given at most once.`);
-  return values[0];
 }
 
 function decode(part: string): string {

@@ -3,7 +3,9 @@
 // appended, counts, and only when it is an IP address. Anything else would become a key of
 // the per-address limiter table as it is (16 KiB per entry) and, being a fresh string each
 // time, would escape both its budget and the per-/64 grouping of IPv6 clients.
+import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
+import type { Config } from '../config/index.js';
 
 /**
  * The last X-Forwarded-For hop when it is a valid IPv4 or IPv6 address, lower-cased and
@@ -21,4 +23,28 @@ export function forwardedAddress(header: string | string[] | undefined): string 
   if (family !== 6) return undefined;
   const zone = hop.indexOf('%');
   return (zone === -1 ? hop : hop.slice(0, zone)).toLowerCase();
+}
+
+/**
+ * The address a keyless request is limited by: the socket's peer, or with trustProxy the
+ * last X-Forwarded-For hop (the one our own proxy appended) when it is an IP address (see
+ * forwardedAddress). IPv6 clients own whole /64s, so they are limited per /64.
+ */
+export function clientAddress(req: IncomingMessage, config: Config): string {
+  let addr = req.socket.remoteAddress ?? 'unknown';
+  if (config.trustProxy) {
+    const forwarded = forwardedAddress(req.headers['x-forwarded-for']);
+    if (forwarded !== undefined) addr = forwarded;
+  }
+  if (addr.startsWith('::ffff:')) addr = addr.slice(7);
+  if (addr.includes(':')) return `ip6:${ipv6Prefix64(addr)}`;
+  return `ip:${addr}`;
+}
+
+function ipv6Prefix64(addr: string): string {
+  const [head = '', tail] = addr.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':');
 }

@@ -1,7 +1,7 @@
 // Bearer authentication (RFC 6750). Keys are looked up by their SHA-256 digest, so the
 // comparison never runs over the secret itself: hashing both sides to a fixed length first
 // makes the lookup time independent of how much of a wrong key matches.
-import { keyDigest, type KeyEntry } from './config/index.js';
+import { keyDigest, type KeyEntry } from '../config/index.js';
 
 export type AuthResult =
   | { readonly kind: 'key'; readonly entry: KeyEntry }

@@ -1,8 +1,9 @@
 // The OpenAPI 3.1 document, generated from the route table and the same schema objects that
 // validate requests, so it cannot drift from what the service does.
-import type { Config } from './config/index.js';
-import { ERROR_CODES, type ErrorCode } from './core/errors.js';
-import type { RouteSpec } from './routes.js';
+import type { Config } from '../config/index.js';
+import { ERROR_CODES, type ErrorCode } from '../core/index.js';
+import { RATE_LIMIT_HEADERS } from '../limits/index.js';
+import type { RouteSpec } from './contract.js';
 import { errorSchema, newPetSchema, petSchema, petStatusSchema } from './schemas.js';
 import type { Schema } from './validate.js';
 
@@ -59,7 +60,7 @@ export function exampleOf(schema: Schema): Json | undefined {
 }
 
 // Headers on every response of every operation (the rate-limit ones, and the request id).
-const COMMON_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit', 'X-Request-Id'];
+const COMMON_HEADERS = [...RATE_LIMIT_HEADERS, 'X-Request-Id'];
 
 // Headers that come with a status, whichever operation answers it.
 const STATUS_HEADERS: Readonly<Record<string, readonly string[]>> = {

@@ -1,9 +1,10 @@
 // Reading a JSON request body with a hard size bound. The bound is enforced from
 // Content-Length before reading anything, and again while streaming (chunked uploads).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ApiError } from './core/errors.js';
+import type { BodyReader } from '../api/index.js';
+import { ApiError } from '../core/index.js';
 
-/** Thrown for 413: the caller must answer, then drain or close (see drainOrClose). */
+/** Thrown for 413: the caller must answer, then drain or close (see drain.ts). */
 export class BodyTooLarge extends ApiError {
   constructor(max: number) {
     super('payload_too_large', `The request body is larger than ${max} bytes.`);
@@ -15,8 +16,12 @@ export class BodyTooLarge extends ApiError {
  * without a bound, thousands of connections each holding a body just under the maximum,
  * never finished, hold gigabytes.
  */
-export class PendingBodies {
+export class PendingBodies implements BodyReader {
   #held = 0;
+  /** The handlers' way to a body: readJsonBody, bounded by these pending bytes. */
+  readJson(req: IncomingMessage, res: ServerResponse, maxBytes: number, maxPending: number): Promise<unknown> {
+    return readJsonBody(req, maxBytes, { res, bodies: this, maxPending });
+  }
   get held(): number {
     return this.#held;
   }

@@ -1,9 +1,8 @@
 // The API's data shapes, as schemas (data) and as parsers that turn untrusted input into
 // typed values. The OpenAPI document is generated from these same objects.
-import { ApiError, ERROR_CODES, clip, type ErrorCode } from './core/index.js';
-import { single, type Query } from './query.js';
+import { ApiError, ERROR_CODES, PET_STATUSES, clip, type ErrorCode, type NewPet, type PetStatus } from '../core/index.js';
+import type { Query } from './contract.js';
 import { check, formatProblems, type Problem, type Schema } from './validate.js';
-import { PET_STATUSES, type NewPet, type PetStatus } from './core/types.js';
 
 export const NAME_MAX_LENGTH = 256;
 export const LIMIT_DEFAULT = 20;
@@ -189,4 +188,12 @@ export function parsePetId(raw: string): number | ApiError {
   }
   const n = Number(raw);
   return Number.isSafeInteger(n) ? n : Number.POSITIVE_INFINITY;
+}
+
+/** The one value of `name`, or undefined; given twice is an error (returned, see parseListQuery). */
+export function single(query: Query, name: string): string | undefined | ApiError {
+  const values = query.get(name);
+  if (values === undefined) return undefined;
+  if (values.length > 1) return new ApiError('invalid_request', `Query parameter ${name} must be given at most once.`);
+  return values[0];
 }

@@ -1,0 +1,6 @@
+// The API's face: the route contract, the operations, the OpenAPI route and the page cache.
+export type { BodyReader, HandlerContext, Parameter, Query, Reply, RouteSpec } from './contract.js';
+export { ROUTES } from './routes.js';
+export { openApiRoute } from './openapi-route.js';
+export { PageCache } from './page-cache.js';
+export { parseNewPet } from './schemas.js';

@@ -1,0 +1,160 @@
+// The route table: each operation as data (path, method, parameters, responses) plus its
+// handler. The app dispatches from it and the OpenAPI document is generated from it.
+import { ApiError } from '../core/index.js';
+import type { StoredPet } from '../store/index.js';
+import type { Reply, RouteSpec } from './contract.js';
+import type { CachedPage, PageCache } from './page-cache.js';
+import {
+  cursorSchema, limitSchema, newPetSchema, parseListQuery, parseNewPet, parsePetId, petIdSchema, petSchema,
+  petStatusSchema,
+} from './schemas.js';
+
+/** A listing as a JSON array, joined from the JSON text each pet was stored with. */
+function petArray(items: readonly StoredPet[]): string {
+  if (items.length === 0) return '[]';
+  let out = '[';
+  for (let i = 0; i < items.length; i++) out += (i === 0 ? '' : ',') + (items[i] as StoredPet).json;
+  return `${out}]`;
+}
+
+/** RFC 8288 link to the next page, carrying every filter over. */
+function nextLink(base: string, limit: number, status: string | undefined, cursor: number): string {
+  const filter = status === undefined ? '' : `&status=${status}`;
+  return `<${base}/pets?limit=${limit}${filter}&cursor=${cursor}>; rel="next"`;
+}
+
+const listPets: RouteSpec = {
+  operationId: 'listPets',
+  method: 'GET',
+  path: '/pets',
+  summary: 'List animals, in ascending id order, optionally filtered by status.',
+  tags: ['Pets'],
+  auth: 'key',
+  parameters: [
+    { name: 'limit', in: 'query', required: false, schema: limitSchema },
+    { name: 'status', in: 'query', required: false, schema: petStatusSchema },
+    { name: 'cursor', in: 'query', required: false, schema: cursorSchema },
+  ],
+  responses: {
+    200: {
+      description: 'A page of animals. When more follow, `Link: <...>; rel="next"` (RFC 8288) gives the next page, filters carried over; the last page has none.',
+      schema: { type: 'array', items: petSchema },
+    },
+    400: { description: 'limit, status or cursor is not valid (or given twice).', schema: 'Error' },
+  },
+  handler(ctx) {
+    const params = parseListQuery(ctx.query);
+    if (params instanceof ApiError) return params;
+    const { limit, status, afterId } = params;
+    const pages = ctx.pages;
+    // One pet more than the page shows tells whether a next page exists, so the last page
+    // carries no next link even when it is exactly full.
+    const query = { limit: limit + 1, status, afterId };
+    if (pages === undefined) {
+      // A store without a page version: every page is read afresh.
+      const items = ctx.store.list(query);
+      if (items instanceof Promise) return items.then((found) => pageReply(ctx.base, params, makePage(found, limit, 0, 0)));
+      return pageReply(ctx.base, params, makePage(items, limit, 0, 0));
+    }
+    const key = `${limit}|${status ?? ''}|${afterId ?? 0}`;
+    const { cache, version } = pages;
+    const page = cache.get(key, version);
+    if (page !== undefined) return pageReply(ctx.base, params, page);
+    // Read before the list: a page is never stamped newer than what it shows.
+    const { generation, count } = version;
+    const items = ctx.store.list(query);
+    if (items instanceof Promise) {
+      return items.then((found) => pageReply(ctx.base, params, cached(cache, key, makePage(found, limit, generation, count))));
+    }
+    return pageReply(ctx.base, params, cached(cache, key, makePage(items, limit, generation, count)));
+  },
+};
+
+/** A page from a listing of up to limit + 1 pets (the one more only says that more follow). */
+function makePage(items: StoredPet[], limit: number, generation: number, count: number): CachedPage {
+  const more = items.length > limit;
+  if (more) items.length = limit;
+  const nextAfter = more ? items[items.length - 1]?.pet.id : undefined;
+  return { generation, count, body: Buffer.from(petArray(items)), nextAfter };
+}
+
+function cached(cache: PageCache, key: string, page: CachedPage): CachedPage {
+  cache.set(key, page);
+  return page;
+}
+
+function pageReply(base: string, params: { limit: number; status?: string | undefined }, page: CachedPage): Reply {
+  if (page.nextAfter === undefined) return { status: 200, body: page.body };
+  if (page.link?.base !== base) page.link = { base, value: nextLink(base, params.limit, params.status, page.nextAfter) };
+  return { status: 200, body: page.body, headers: { link: page.link.value } };
+}
+
+const createPet: RouteSpec = {
+  operationId: 'createPet',
+  method: 'POST',
+  path: '/pets',
+  summary: 'Add an animal. Answered only once it is on disk.',
+  tags: ['Pets'],
+  auth: 'key',
+  parameters: [],
+  requestBody: newPetSchema,
+  responses: {
+    201: { description: 'The created animal, with its assigned id.', schema: petSchema },
+    400: { description: 'The body is missing required fields or has invalid values.', schema: 'Error' },
+    413: { description: 'The body is larger than the configured maximum.', schema: 'Error' },
+    415: { description: 'The body is not application/json.', schema: 'Error' },
+    501: { description: 'The body has a transfer coding other than chunked (gzip, ...); nothing was added.', schema: 'Error' },
+    503: { description: 'The store cannot write right now, its write queue is full, or too many bodies are arriving at once; nothing was added.', schema: 'Error' },
+  },
+  async handler({ req, res, store, maxBodyBytes, base, bodies, config }) {
+    const pet = parseNewPet(await bodies.readJson(req, res, maxBodyBytes, config.maxPendingBodyBytes));
+    const stored = await store.create(pet);
+    return { status: 201, body: stored.json, headers: { location: `${base}/pets/${stored.pet.id}` } };
+  },
+};
+
+const getPet: RouteSpec = {
+  operationId: 'getPet',
+  method: 'GET',
+  path: '/pets/{petId}',
+  summary: 'Retrieve one animal by id. Deprecated: use GET /pets with the status filter.',
+  tags: ['Pets'],
+  auth: 'key',
+  deprecated: { sunset: 'Thu, 05 Dec 2030 00:00:00 GMT', successor: '/pets' },
+  parameters: [{ name: 'petId', in: 'path', required: true, schema: petIdSchema }],
+  responses: {
+    200: { description: 'The animal.', schema: petSchema },
+    400: { description: 'petId is not a 64-bit integer.', schema: 'Error' },
+    404: { description: 'The animal cannot be found.', schema: 'Error' },
+  },
+  handler({ params, store }) {
+    const raw = params.petId ?? '';
+    const id = parsePetId(raw);
+    if (id instanceof ApiError) return id;
+    const found = store.get(id);
+    if (found instanceof Promise) return found.then((pet) => petReply(pet, raw));
+    return petReply(found, raw);
+  },
+};
+
+function petReply(found: StoredPet | undefined, raw: string): Reply | ApiError {
+  if (found === undefined) return new ApiError('not_found', `Pet ${raw} was not found.`);
+  return { status: 200, body: found.json };
+}
+
+const listOrders: RouteSpec = {
+  operationId: 'listOrders',
+  method: 'GET',
+  path: '/store/orders',
+  summary: 'The store orders listing. Its shape is not published, so it answers 501.',
+  tags: ['Store'],
+  auth: 'key',
+  parameters: [],
+  responses: { 501: { description: 'Not implemented: the operation exists but its shape is not published.', schema: 'Error' } },
+  handler() {
+    return new ApiError('not_implemented', 'GET /store/orders is not implemented: its shape is not published.');
+  },
+};
+
+export const ROUTES: readonly RouteSpec[] = [listPets, createPet, getPet, listOrders];
+

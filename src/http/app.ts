@@ -1,0 +1,207 @@
+// The HTTP layer: one request lifecycle, and one function (`send`) that every response,
+// errors included, passes through. The phases, in order, and the statuses they answer:
+//   0. version, Host (RFC 9112)         400 invalid_request: HTTP/2.0 or 0.9 request line;
+//                                       Host missing or repeated in HTTP/1.1
+//      (an absolute-form target, http://host/path, is reduced to its path first)
+//   1. /healthz                         200 (no key, no limit); 405 for methods but GET, HEAD
+//   2. route match (kept for phase 5)   -- deprecated routes get their headers from here on
+//   3. authentication                   key, or the per-address budget of keyless requests
+//   4. rate limit                       429 rate_limited / temporarily_banned
+//      (CORS preflights are answered between 2 and 3, 204, before authentication)
+//   5. 401 / 417 / 404 / 405            unauthorized, expectation_failed, not_found,
+//                                       method_not_allowed (+ Allow)
+//   6. handler                          400, 413, 415, 501 -> 200, 201, 404, 501, 503
+//      (100 Continue goes out only here, once a body is wanted: see readJsonBody)
+// Requests node:http cannot parse, and CONNECT, are answered in client-errors.ts (400/408/431/405).
+import type { RouteSpec, HandlerContext, Reply } from '../api/index.js';
+import { PageCache } from '../api/index.js';
+import type { Config } from '../config/index.js';
+import { ApiError, clip, type ErrorCode } from '../core/index.js';
+import { setLimitHeaders, type LimitResult } from '../limits/index.js';
+import { hasPageVersion } from '../store/index.js';
+import { authenticate, challenge, type AuthResult } from './auth.js';
+import { PendingBodies } from './body.js';
+import { clientAddress } from './client-address.js';
+import { addPreflightHeaders, allowCors } from './cors.js';
+import { addDeprecation } from './deprecation.js';
+import type { AppDeps, Exchange, Instance, RequestListener } from './exchange.js';
+import { fail } from './failure.js';
+import { parseQuery } from './query.js';
+import { SLASH, base, checkHost, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
+import { Router, type Match } from './router.js';
+import { send } from './send.js';
+
+export type { AppDeps, RequestListener } from './exchange.js';
+
+// The 401 answers never vary: built once (they are the answer to every key-guessing flood).
+const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send "Authorization: Bearer <key>".');
+const INVALID_KEY = new ApiError('unauthorized', 'The API key is not valid.');
+const OTHER_SCHEME = new ApiError('unauthorized', 'Only API keys are accepted: send "Authorization: Bearer <key>".');
+
+export function createApp(deps: AppDeps): RequestListener {
+  const router = new Router<RouteSpec>();
+  for (const route of deps.routes) router.add(route.method, `/v1${route.path}`, route);
+  const app: Instance = {
+    deps,
+    router,
+    // Pages are cached only for a store that offers a version to check them against.
+    pages: hasPageVersion(deps.store) ? { cache: new PageCache(), version: deps.store } : undefined,
+    bodies: new PendingBodies(),
+    // Decided once: with access logs off, a request builds no log fields at all.
+    accessLog: deps.logger.enabled?.('info') ?? true,
+    bases: new Map(),
+    links: new Map(),
+    busy: { refused: 0, loggedAt: -Infinity },
+  };
+  const ids = requestIds();
+
+  return (req, res) => {
+    const x: Exchange = {
+      req,
+      res,
+      started: deps.clock.monotonic(),
+      reqId: requestId(req, ids),
+      headers: {},
+      keyName: undefined,
+    };
+    handle(app, x)?.catch((err: unknown) => fail(app, x, err));
+  };
+}
+
+/** Synchronous until a handler returns a promise (only createPet does), to spare the hot reads. */
+function handle(app: Instance, x: Exchange): Promise<void> | undefined {
+  // Errors are caught here rather than by the caller: V8 counts a function's calls toward
+  // optimizing it at its returns, so a function that mostly exits by throw (every 400 and
+  // 401) would stay interpreted.
+  try {
+    const { deps, router } = app;
+    let url = x.req.url ?? '/';
+    // RFC 9112 section 3.2.2: a server must accept the absolute-form (http://host/v1/pets) too.
+    if (url.charCodeAt(0) !== SLASH) url = originForm(url);
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const method = x.req.method ?? 'GET';
+
+    // Phase 0, malformed HTTP that node's parser lets through (see answerClientError in client-errors.ts).
+    if (x.req.httpVersionMajor !== 1) throw unsupportedVersion(x);
+    const hostProblem = checkHost(x.req);
+    if (hostProblem !== undefined) throw new ApiError('invalid_request', hostProblem);
+
+    if (path === '/healthz') {
+      if (method !== 'GET' && method !== 'HEAD') {
+        x.headers.allow = 'GET, HEAD';
+        throw new ApiError('method_not_allowed', `Method ${clip(method)} is not allowed on /healthz; allowed: GET, HEAD.`);
+      }
+      send(app, x, 200, '{"status":"ok"}');
+      return undefined;
+    }
+
+    const match = router.match(method, path);
+    const route = match.kind === 'found' ? match.handler : undefined;
+    // Every response of a deprecated operation carries the headers, errors included.
+    if (route?.deprecated) addDeprecation(app, x, route.deprecated.successor, route.deprecated.sunset);
+
+    const config = deps.config();
+    if (config.cors.origins.length > 0 && allowCors(x, config)) {
+      // A CORS preflight (Fetch standard) carries no credentials: answer it before authentication.
+      if (method === 'OPTIONS' && x.req.headers['access-control-request-method'] !== undefined && match.kind !== 'not_found') {
+        const limit = chargeAddress(deps, x, config);
+        if (limit instanceof Promise) return limit.then((l) => answerPreflight(app, x, l, match.allow));
+        answerPreflight(app, x, limit, match.allow);
+        return undefined;
+      }
+    }
+    // Keyless and wrong-key requests share a small per-address budget, so keys cannot be
+    // guessed at speed; their 401 carries that budget's headers.
+    let auth: AuthResult | undefined;
+    let limit: LimitResult | Promise<LimitResult>;
+    if (route?.auth === 'none') {
+      limit = chargeAddress(deps, x, config);
+    } else {
+      auth = authenticate(x.req.headers.authorization, config.keys);
+      if (auth.kind === 'key') {
+        x.keyName = auth.entry.name;
+        limit = deps.keyLimiter.take(auth.entry.digest, auth.entry.limits);
+      } else {
+        limit = chargeAddress(deps, x, config);
+      }
+    }
+    // Only a limiter kept elsewhere answers with a promise: the in-memory one stays synchronous.
+    if (limit instanceof Promise) return limit.then((l) => admitted(app, x, l, auth, match, config, url, q, method, path));
+    return admitted(app, x, limit, auth, match, config, url, q, method, path);
+  } catch (err) {
+    fail(app, x, err);
+    return undefined;
+  }
+}
+
+/** Phases 4 to 6, once the limiter has answered. Catches its own errors, as handle() does. */
+function admitted(
+  app: Instance, x: Exchange, limit: LimitResult, auth: AuthResult | undefined, match: Match<RouteSpec>, config: Config,
+  url: string, q: number, method: string, path: string,
+): Promise<void> | undefined {
+  try {
+    applyLimit(x, limit);
+    if (auth !== undefined && auth.kind !== 'key') {
+      x.headers['www-authenticate'] = challenge(auth);
+      throw auth.kind === 'missing' ? MISSING_KEY : auth.kind === 'invalid' ? INVALID_KEY : OTHER_SCHEME;
+    }
+    // RFC 9110 section 10.1.1: an expectation the server cannot meet is a 417.
+    const expect = x.req.headers.expect;
+    if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
+      throw new ApiError('expectation_failed', `Expect "${clip(expect)}" is not supported; only 100-continue is.`);
+    }
+    if (match.kind === 'not_found') throw new ApiError('not_found', `No route for ${method} ${clip(path)}.`);
+    if (match.kind === 'method_not_allowed') {
+      x.headers.allow = match.allow;
+      throw new ApiError('method_not_allowed', `Method ${clip(method)} is not allowed on ${clip(path)}; allowed: ${match.allow}.`);
+    }
+    const ctx: HandlerContext = {
+      req: x.req,
+      res: x.res,
+      params: match.params,
+      query: parseQuery(q === -1 ? '' : url.slice(q + 1)),
+      store: app.deps.store,
+      maxBodyBytes: config.maxBodyBytes,
+      base: base(app, x.req),
+      config,
+      pages: app.pages,
+      bodies: app.bodies,
+    };
+    const reply = match.handler.handler(ctx);
+    if (reply instanceof Promise) return reply.then((r) => (r instanceof ApiError ? fail(app, x, r) : sendReply(app, x, r)));
+    if (reply instanceof ApiError) fail(app, x, reply);
+    else sendReply(app, x, reply);
+    return undefined;
+  } catch (err) {
+    fail(app, x, err);
+    return undefined;
+  }
+}
+
+/** A CORS preflight's 204, charged to the client address like a keyless request. */
+function answerPreflight(app: Instance, x: Exchange, limit: LimitResult, allow: string): void {
+  applyLimit(x, limit);
+  addPreflightHeaders(x, allow);
+  send(app, x, 204, undefined);
+}
+
+/** Sends a handler's reply with the headers gathered so far. */
+function sendReply(app: Instance, x: Exchange, reply: Reply): void {
+  if (reply.headers) Object.assign(x.headers, reply.headers);
+  send(app, x, reply.status, reply.body);
+}
+/** Charges a request to its client address's keyless budget (`anonymous`). */
+function chargeAddress(deps: AppDeps, x: Exchange, config: Config): LimitResult | Promise<LimitResult> {
+  return deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous);
+}
+
+/** Adds the limiter's headers; a refusal becomes the response. */
+function applyLimit(x: Exchange, limit: LimitResult): void {
+  setLimitHeaders(x.headers, limit);
+  if (limit.outcome === 'ok') return;
+  const message = limit.outcome === 'temporarily_banned'
+    ? `Too many requests after 429 responses: temporarily banned; retry after ${limit.retryAfter} s.`
+    : `Rate limit exceeded; retry after ${limit.retryAfter} s.`;
+  throw new ApiError(limit.outcome satisfies ErrorCode, message);
+}

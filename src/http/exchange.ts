@@ -1,0 +1,53 @@
+// What the request lifecycle carries: the app's collaborators (AppDeps), what one app instance
+// keeps between requests (Instance), and one request's state through the phases (Exchange).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HandlerContext, RouteSpec } from '../api/index.js';
+import type { Config } from '../config/index.js';
+import type { Clock, Logger } from '../core/index.js';
+import type { Limiter } from '../limits/index.js';
+import type { PetStore } from '../store/index.js';
+import type { PendingBodies } from './body.js';
+import type { Router } from './router.js';
+
+export interface AppDeps {
+  readonly store: PetStore;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Limits per API key (ids are key digests). */
+  readonly keyLimiter: Limiter;
+  /** Limits per client address, for requests without a valid key (bounded table). */
+  readonly addressLimiter: Limiter;
+  /** The config in force; a reload swaps it. */
+  config(): Config;
+  /** Public base URL ending in /v1, when fixed by --env; otherwise derived from the request. */
+  readonly publicBase: string | undefined;
+  readonly routes: readonly RouteSpec[];
+}
+
+export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** What one app instance keeps between requests (nothing is module-level). */
+export interface Instance {
+  readonly deps: AppDeps;
+  readonly router: Router<RouteSpec>;
+  readonly pages: HandlerContext['pages'];
+  readonly bodies: PendingBodies;
+  readonly accessLog: boolean;
+  /** Host header value -> base URL, so a request does not build the same string again. */
+  readonly bases: Map<string, string>;
+  /** Base URL + successor path -> the deprecation Link header value. */
+  readonly links: Map<string, string>;
+  /** Creates refused because the write queue was full, not yet logged (one line a second at most). */
+  busy: { refused: number; loggedAt: number };
+}
+
+/** Per-request state carried through the phases. */
+export interface Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly started: number;
+  readonly reqId: string;
+  /** Headers every response of this request carries (rate limit, deprecation, ...). */
+  readonly headers: Record<string, string>;
+  keyName: string | undefined;
+}

@@ -1,0 +1,4 @@
+// The HTTP layer's face: the request listener, and the answers to what never reaches it.
+export { createApp } from './app.js';
+export type { AppDeps, RequestListener } from './app.js';
+export { answerClientError, refuseConnect } from './client-errors.js';

@@ -1,0 +1,92 @@
+// Request metadata: the version and Host checks of RFC 9112, the request target's origin form,
+// the request id, and the public base URL of links.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { ApiError } from '../core/index.js';
+import type { Exchange, Instance } from './exchange.js';
+
+// A client-sent request id is echoed only when it is short and plain, so logs stay clean.
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+const SANE_HOST = /^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$/;
+
+/**
+ * RFC 9112 section 3.2: an HTTP/1.1 request without a Host header field, or with more than
+ * one, is answered 400. (node:http checks the first itself unless requireHostHeader is off,
+ * but answers without an Error body.)
+ */
+export function checkHost(req: IncomingMessage): string | undefined {
+  if (req.httpVersionMajor !== 1 || req.httpVersionMinor === 0) return undefined;
+  if (req.headers.host === undefined) return 'The Host header is required in HTTP/1.1.';
+  const raw = req.rawHeaders;
+  let seen = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (isHost(name) && ++seen > 1) return 'The Host header must be given only once.';
+  }
+  return undefined;
+}
+
+/** Case-insensitive "host" without allocating a lowercased copy (this runs on every request). */
+export function isHost(name: string): boolean {
+  return name.length === 4 && (name === 'Host' || name === 'host' || name.toLowerCase() === 'host');
+}
+
+/**
+ * llhttp accepts the versions 0.9, 1.0, 1.1 and 2.0 in a request line and node:http would serve
+ * them all as HTTP/1.1. HTTP/2 is never named in a request line (RFC 9113 section 3: it
+ * starts with a preface, after ALPN or prior knowledge), and an HTTP/0.9 request has no version:
+ * both are malformed HTTP/1.x. The connection closes: its framing cannot be trusted.
+ */
+export function unsupportedVersion(x: Exchange): ApiError {
+  x.headers.connection = 'close';
+  return new ApiError('invalid_request', `HTTP/${x.req.httpVersion} is not supported: this server speaks HTTP/1.1 and HTTP/1.0.`);
+}
+
+/** '/', the first character of an origin-form request target. */
+export const SLASH = 47;
+const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
+
+/**
+ * The origin-form (path and query) of a request target in absolute-form, which node:http
+ * passes on as it is; any other target is returned unchanged (and matches no route). The
+ * base URL of links still comes from Host, which a client must send identical to the
+ * target's authority (RFC 9112 section 3.2).
+ */
+export function originForm(target: string): string {
+  const authority = ABSOLUTE_FORM.exec(target);
+  if (authority === null) return target;
+  const rest = target.slice(authority[0].length);
+  return rest === '' || rest.charCodeAt(0) !== SLASH ? `/${rest}` : rest;
+}
+
+export function requestId(req: IncomingMessage, next: () => string): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : next();
+}
+
+/**
+ * Request ids: a random prefix per app instance and a counter, unique across restarts and
+ * instances without the cost of a UUID per request.
+ */
+export function requestIds(): () => string {
+  const prefix = randomUUID().slice(0, 8);
+  let n = 0;
+  return () => `${prefix}-${(++n).toString(36)}`;
+}
+
+export function base(app: Instance, req: IncomingMessage): string {
+  if (app.deps.publicBase) return app.deps.publicBase;
+  const host = req.headers.host;
+  if (host !== undefined) {
+    const known = app.bases.get(host);
+    if (known !== undefined) return known;
+    if (SANE_HOST.test(host)) {
+      if (app.bases.size >= 64) app.bases.clear(); // Host values are client-chosen: stay bounded
+      const url = `http://${host}/v1`;
+      app.bases.set(host, url);
+      return url;
+    }
+  }
+  const addr = req.socket.localAddress ?? '127.0.0.1';
+  return `http://${addr.includes(':') ? `[${addr}]` : addr}:${req.socket.localPort ?? 0}/v1`;
+}

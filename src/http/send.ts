@@ -1,0 +1,28 @@
+// The one exit: every response of the service is written here.
+import { boundUnreadBody } from './drain.js';
+import type { Exchange, Instance } from './exchange.js';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** The one exit: every response of the service is written here, with writeHead and end once. */
+export function send(app: Instance, x: Exchange, status: number, body: string | Buffer | undefined): void {
+  const headers = x.headers;
+  headers['x-request-id'] = x.reqId;
+  if (body !== undefined) {
+    headers['content-type'] = JSON_TYPE;
+    headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
+  }
+  headers['cache-control'] = 'no-store';
+  const rh = x.req.headers;
+  if (rh['content-length'] !== undefined || rh['transfer-encoding'] !== undefined) boundUnreadBody(x);
+  x.res.writeHead(status, headers);
+  x.res.end(body);
+  if (!app.accessLog) return;
+  app.deps.logger.log('info', 'request completed', {
+    reqId: x.reqId,
+    req: { method: x.req.method, url: x.req.url },
+    res: { statusCode: status },
+    responseTime: Math.round((app.deps.clock.monotonic() - x.started) * 100) / 100,
+    key: x.keyName,
+  });
+}
