@@ -16,7 +16,7 @@ function tsFiles(dir) {
 }
 
 await build({
-  entryPoints: ['src/main.ts'],
+  entryPoints: ['src/petstore.ts'],
   outfile: 'dist/petstore.js',
   bundle: true,
   platform: 'node',
@@ -34,12 +34,12 @@ chmodSync('dist/petstore.js', 0o755);
 // Declarations beside the bundle, so TypeScript embedders get checked options and handle.
 rmSync('dist/types', { recursive: true, force: true });
 const tsc = spawnSync(process.execPath, [
-  'node_modules/typescript/bin/tsc', 'src/main.ts', 'src/globals.d.ts', '--declaration', '--emitDeclarationOnly',
+  'node_modules/typescript/bin/tsc', 'src/petstore.ts', 'src/globals.d.ts', '--declaration', '--emitDeclarationOnly',
   '--outDir', 'dist/types', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022',
   '--strict', '--skipLibCheck', '--types', 'node', '--resolveJsonModule', '--ignoreConfig', '--rootDir', '.',
 ], { stdio: 'inherit' });
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
-writeFileSync('dist/petstore.d.ts', "export * from './types/src/main.js';\n");
+writeFileSync('dist/petstore.d.ts', "export * from './types/src/petstore.js';\n");
 
 if (process.argv.includes('--tests')) {
   rmSync('build', { recursive: true, force: true });

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { startPetstore } from '../src/server.js';
+import { startPetstore } from '../src/server/start.js';
 import { KEYS, call, post, tempDir, testConfig } from './helpers.js';
 
 test('close saves the limiter state even when the store fails to close', async (t) => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BUNDLE, KEYS, ROOT, call, post, startBundle, tempDir, testConfig, writeConfig, type Running } from './helpers.js';
 
-type PetstoreModule = typeof import('../src/main.js');
+type PetstoreModule = typeof import('../src/petstore.js');
 
 interface RawResponse {
   status: number;

@@ -3,56 +3,15 @@
 // run in one process.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { ROUTES, openApiRoute } from './api/index.js';
-import { ConfigError, loadConfigFile, parseConfig, type Config } from './config/index.js';
-import { functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from './core/index.js';
-import type { Clock, LogLevel, Logger, NewPet, Pet } from './core/index.js';
-import { answerClientError, createApp, refuseConnect } from './http/index.js';
-import { MemoryLimiter, checkConfiguration } from './limits/index.js';
-import { openFileStore, openMemoryStore, type PetStore } from './store/index.js';
-
-export type LogFunction = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
-
-export interface StartOptions {
-  /** Port to listen on; 0 picks a free one. Default: the config's port (8080). */
-  port?: number;
-  /** Address to bind. Default: the config's host (127.0.0.1). */
-  host?: string;
-  /** A config object (the file's format) or the path of a config file. Default: no keys. */
-  config?: string | Record<string, unknown>;
-  /** The data file; omitted: an in-memory store that writes nothing. */
-  dataFile?: string;
-  /** Time source, for deterministic rate limits in tests. */
-  clock?: Clock;
-  /** false (default for embedding): no logs; a function: called per line; 'stdout': JSON lines. */
-  logger?: false | LogFunction | Logger | 'stdout';
-  /** Which environment this instance serves; its base URL is used in Link headers. */
-  env?: 'production' | 'staging';
-  /** Pets to add at start (after what the data file holds). */
-  seed?: ReadonlyArray<NewPet & { id?: number }>;
-  /** How long close() lets in-flight requests finish before cutting connections. */
-  shutdownGraceMs?: number;
-  /** A data file lock not refreshed for this long is taken over (default 10 s; see README, Store). */
-  lockStaleMs?: number;
-}
-
-export interface PetstoreHandle {
-  /** Base URL, e.g. "http://127.0.0.1:54321/v1". */
-  readonly url: string;
-  readonly port: number;
-  readonly host: string;
-  /** Stop accepting, finish in-flight requests (bounded), make every write durable. */
-  close(): Promise<void>;
-  /** Empty store (ids restart at 1), limits and bans cleared. */
-  reset(): Promise<void>;
-  /** Add pets; resolves with them as stored. */
-  seed(pets: ReadonlyArray<NewPet & { id?: number }>): Promise<Pet[]>;
-  /** Swap in a new config (object or file path; default: the one started with, re-read). */
-  reload(config?: string | Record<string, unknown>): Promise<void>;
-}
-
-/** A start failure with one clear sentence for the operator (bad config, data file, port). */
-export class StartError extends Error {}
+import { ROUTES, openApiRoute } from '../api/index.js';
+import { loadConfigFile, parseConfig, type Config } from '../config/index.js';
+import { functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
+import type { Logger } from '../core/index.js';
+import { answerClientError, createApp, refuseConnect } from '../http/index.js';
+import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
+import { openFileStore, openMemoryStore, type PetStore } from '../store/index.js';
+import { StartError, type PetstoreHandle, type StartOptions } from './contract.js';
+import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js';
 
 const SAVE_LIMITS_EVERY_MS = 30_000;
 
@@ -68,8 +27,17 @@ function resolveLogger(option: StartOptions['logger'], config: Config): Logger {
   return option;
 }
 
-export async function startPetstore(options: StartOptions = {}): Promise<PetstoreHandle> {
-  let config = await resolveConfig(options.config);
+export function startPetstore(options: StartOptions = {}): Promise<PetstoreHandle> {
+  return startWithConfig(options, undefined);
+}
+
+/**
+ * startPetstore, with the config already read and checked when the caller had to read it
+ * first (the command line, for its port and data file): a file is read once at start.
+ * options.config still names what a reload re-reads.
+ */
+export async function startWithConfig(options: StartOptions, loaded: Config | undefined): Promise<PetstoreHandle> {
+  let config = loaded ?? await resolveConfig(options.config);
   const clock = options.clock ?? systemClock;
   const logger = resolveLogger(options.logger, config);
   const dataFile = options.dataFile;
@@ -183,57 +151,3 @@ export async function startPetstore(options: StartOptions = {}): Promise<Petstor
   };
 }
 
-/**
- * Fields a reload does not apply: where the service listens and writes, and what the
- * logger was built with. Everything else is read per request or re-applied by reload().
- */
-function restartOnlyChanges(old: Config, next: Config): string[] {
-  const fields: string[] = [];
-  if (old.host !== next.host) fields.push('host');
-  if (old.port !== next.port) fields.push('port');
-  if (old.dataFile !== next.dataFile) fields.push('dataFile');
-  if (old.maxQueuedWrites !== next.maxQueuedWrites) fields.push('maxQueuedWrites');
-  if (old.logLevel !== next.logLevel) fields.push('logLevel');
-  return fields;
-}
-
-/**
- * Releases each resource whatever the others did: a store that fails to close must not keep
- * the limiter state from being saved. Rejects with the first failure, once all have run.
- */
-async function releaseAll(steps: ReadonlyArray<() => Promise<void>>): Promise<void> {
-  const results = await Promise.allSettled(steps.map(async (step) => step()));
-  for (const r of results) if (r.status === 'rejected') throw r.reason;
-}
-
-function listen(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException): void => {
-      const where = `${host}:${port}`;
-      if (err.code === 'EADDRINUSE') reject(new StartError(`port ${port} on ${host} is already in use`));
-      else if (err.code === 'EACCES') reject(new StartError(`no permission to listen on ${where}`));
-      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND') reject(new StartError(`cannot listen on ${where}: no such local address`));
-      else reject(new StartError(`cannot listen on ${where}: ${err.message}`));
-    };
-    server.once('error', onError);
-    server.listen(port, host, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
-}
-
-/** Stop accepting; let in-flight requests finish for up to graceMs, then cut what remains. */
-function shutdown(server: Server, graceMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
-    timer.unref();
-    server.close(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
-}
-
-export { ConfigError };

@@ -1,17 +1,11 @@
-// The command line: parse flags, apply the precedence flag > environment > config file >
-// default, start the server, print the ready line, and handle signals.
-// main() returns an exit code; nothing in here calls process.exit.
+// The command line's arguments: flags, then the precedence flag > environment > config file >
+// default, resolved into what the service starts with.
 import { existsSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfigFile, parseConfig, type Config } from './config/index.js';
-import { batchingSink, jsonLogger } from './core/log.js';
-import { readSeedFile } from './seed.js';
-import { StartError, startPetstore, type PetstoreHandle } from './server.js';
-import { safeStderr, safeStdout } from './core/stdio.js';
-import { StoreOpenError } from './store/index.js';
-import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from './store/index.js';
-import defaultConfig from '../petstore.config.json' with { type: 'json' };
+import { loadConfigFile, parseConfig, type Config } from '../config/index.js';
+import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from '../store/index.js';
+import defaultConfig from '../../petstore.config.json' with { type: 'json' };
 
 export const USAGE = `Usage: node dist/petstore.js [options]
 
@@ -47,13 +41,7 @@ export interface Io {
   err(line: string): void;
 }
 
-const processIo: Io = {
-  // A closed pipe on either must not stop the service (see stdio.ts).
-  out: (line) => safeStdout()(`${line}\n`),
-  err: (line) => safeStderr()(`${line}\n`),
-};
-
-interface Resolved {
+export interface Resolved {
   config: Config;
   configSource: string | Record<string, unknown>;
   dataFile: string | undefined;
@@ -65,55 +53,11 @@ interface Resolved {
 }
 
 /** Run the service until a signal stops it; resolves with the exit code. */
-export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, io: Io = processIo): Promise<number> {
-  let resolved: Resolved;
-  try {
-    const parsed = parse(argv);
-    if (parsed === 'help') {
-      io.out(USAGE.replace('node dist/petstore.js', invokedAs(process.argv[1])));
-      return 0;
-    }
-    if (parsed === 'version') {
-      io.out(__PETSTORE_VERSION__);
-      return 0;
-    }
-    resolved = await resolveOptions(parsed, env, io);
-  } catch (err) {
-    io.err(`petstore: ${describeStartError(err)}`);
-    return err instanceof UsageError ? 2 : 1;
-  }
+export class UsageError extends Error {}
 
-  let handle: PetstoreHandle;
-  const out = batchingSink(safeStdout());
-  try {
-    const seed = resolved.seedFile === undefined ? undefined : await readSeedFile(resolved.seedFile);
-    handle = await startPetstore({
-      config: resolved.configSource,
-      dataFile: resolved.dataFile,
-      port: resolved.port,
-      host: resolved.host,
-      env: resolved.env,
-      seed,
-      logger: jsonLogger(resolved.logLevel, out.sink),
-      lockStaleMs: lockStaleFromEnv(env),
-    });
-  } catch (err) {
-    out.drainTo(safeStderr());
-    io.err(`petstore: ${describeStartError(err)}`);
-    return 1;
-  }
-  io.out(`petstore listening on ${handle.url}`);
-  out.release();
-  const code = await waitForSignals(handle, resolved, io);
-  out.flush();
-  return code;
-}
+export type Parsed = Record<string, string | boolean | undefined>;
 
-class UsageError extends Error {}
-
-type Parsed = Record<string, string | boolean | undefined>;
-
-function parse(argv: readonly string[]): Parsed | 'help' | 'version' {
+export function parse(argv: readonly string[]): Parsed | 'help' | 'version' {
   let values: Parsed;
   try {
     ({ values } = parseArgs({
@@ -148,7 +92,7 @@ function parsePort(raw: string, where: string): number {
 }
 
 /** PETSTORE_LOCK_STALE_MS: how long a data file lock may go unrefreshed (README, Store). */
-function lockStaleFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+export function lockStaleFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   const raw = env.PETSTORE_LOCK_STALE_MS;
   if (raw === undefined || raw === '') return undefined;
   const ms = /^[0-9]{1,7}$/.test(raw) ? Number(raw) : NaN;
@@ -158,7 +102,7 @@ function lockStaleFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   return ms;
 }
 
-async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: Io): Promise<Resolved> {
+export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: Io): Promise<Resolved> {
   const str = (name: string): string | undefined => (typeof flags[name] === 'string' ? (flags[name] as string) : undefined);
   const explicitConfig = str('config') ?? (env.PETSTORE_CONFIG || undefined);
   let config: Config;
@@ -188,47 +132,4 @@ async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: Io): Pr
     config, configSource, dataFile, port, host, env: envName, seedFile: str('seed'),
     logLevel: (level as Config['logLevel'] | undefined) ?? config.logLevel,
   };
-}
-
-function describeStartError(err: unknown): string {
-  if (err instanceof ConfigError) return err.message;
-  if (err instanceof StoreOpenError || err instanceof StartError || err instanceof UsageError) return err.message;
-  if (err instanceof Error) return err.message;
-  return String(err);
-}
-
-/** Serve until SIGTERM or SIGINT; SIGHUP reloads the config file (a bad one is refused). */
-function waitForSignals(handle: PetstoreHandle, resolved: Resolved, io: Io): Promise<number> {
-  return new Promise((done) => {
-    let stopping = false;
-    const stop = (signal: string): void => {
-      if (stopping) return;
-      stopping = true;
-      io.err(`petstore: ${signal} received, finishing in-flight requests`);
-      handle.close().then(
-        () => { cleanup(); done(0); },
-        (err: unknown) => { io.err(`petstore: error while stopping: ${describeStartError(err)}`); cleanup(); done(1); },
-      );
-    };
-    const reload = (): void => {
-      if (typeof resolved.configSource !== 'string') {
-        io.err('petstore: SIGHUP ignored: running on the built-in config, there is no file to reload');
-        return;
-      }
-      handle.reload(resolved.configSource).then(
-        () => io.err(`petstore: config reloaded from ${resolved.configSource as string}`),
-        (err: unknown) => io.err(`petstore: config reload refused, the old config stays in force: ${describeStartError(err)}`),
-      );
-    };
-    const onTerm = (): void => stop('SIGTERM');
-    const onInt = (): void => stop('SIGINT');
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onInt);
-    process.on('SIGHUP', reload);
-    function cleanup(): void {
-      process.off('SIGTERM', onTerm);
-      process.off('SIGINT', onInt);
-      process.off('SIGHUP', reload);
-    }
-  });
 }

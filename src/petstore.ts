@@ -1,13 +1,14 @@
-// The bundle's entry: importing it starts nothing; running it (node dist/petstore.js) does.
+// The bundle's entry and the library's face: importing it starts nothing; running it
+// (node dist/petstore.js) runs the command line.
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { main } from './cli.js';
+import { main } from './cli/index.js';
 
-export { startPetstore, StartError } from './server.js';
-export type { StartOptions, PetstoreHandle, LogFunction } from './server.js';
+export { startPetstore, StartError } from './server/index.js';
+export type { StartOptions, PetstoreHandle, LogFunction } from './server/index.js';
 export { ConfigError } from './config/index.js';
-export type { Pet, NewPet, PetStatus, Clock, Logger, LogLevel } from './core/types.js';
-export { ManualClock } from './core/clock.js';
+export type { Pet, NewPet, PetStatus, Clock, Logger, LogLevel } from './core/index.js';
+export { ManualClock } from './core/index.js';
 
 function isEntryPoint(): boolean {
   const script = process.argv[1];

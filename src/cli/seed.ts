@@ -1,16 +1,11 @@
 // --seed FILE: a JSON array of pets to preload, each validated like a POST body.
-import { readFile } from 'node:fs/promises';
-import { ApiError } from './core/errors.js';
-import { parseNewPet } from './api/schemas.js';
-import type { NewPet } from './core/types.js';
+import { parseNewPet } from '../api/index.js';
+import { ApiError, readJsonFile, type NewPet } from '../core/index.js';
 
 export async function readSeedFile(file: string): Promise<Array<NewPet & { id?: number }>> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(await readFile(file, 'utf8'));
-  } catch (err) {
-    throw new Error(`cannot read seed file ${file}: ${(err as Error).message}`);
-  }
+  const read = await readJsonFile(file);
+  if (read.kind !== 'ok') throw new Error(`cannot read seed file ${file}: ${read.error.message}`);
+  const raw = read.value;
   if (!Array.isArray(raw)) throw new Error(`seed file ${file} must hold a JSON array of pets`);
   return raw.map((item: unknown, i) => {
     try {

@@ -1,0 +1,104 @@
+// The command line: parse flags, apply the precedence flag > environment > config file >
+// default, start the server, print the ready line, and handle signals.
+// main() returns an exit code; nothing in here calls process.exit.
+import { ConfigError } from '../config/index.js';
+import { batchingSink, jsonLogger, safeStderr, safeStdout } from '../core/index.js';
+import { StartError, startWithConfig, type PetstoreHandle } from '../server/index.js';
+import { StoreOpenError } from '../store/index.js';
+import { USAGE, UsageError, invokedAs, lockStaleFromEnv, parse, resolveOptions, type Io, type Resolved } from './args.js';
+import { readSeedFile } from './seed.js';
+
+const processIo: Io = {
+  // A closed pipe on either must not stop the service (see stdio.ts).
+  out: (line) => safeStdout()(`${line}\n`),
+  err: (line) => safeStderr()(`${line}\n`),
+};
+
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, io: Io = processIo): Promise<number> {
+  let resolved: Resolved;
+  try {
+    const parsed = parse(argv);
+    if (parsed === 'help') {
+      io.out(USAGE.replace('node dist/petstore.js', invokedAs(process.argv[1])));
+      return 0;
+    }
+    if (parsed === 'version') {
+      io.out(__PETSTORE_VERSION__);
+      return 0;
+    }
+    resolved = await resolveOptions(parsed, env, io);
+  } catch (err) {
+    io.err(`petstore: ${describeStartError(err)}`);
+    return err instanceof UsageError ? 2 : 1;
+  }
+
+  let handle: PetstoreHandle;
+  const out = batchingSink(safeStdout());
+  try {
+    const seed = resolved.seedFile === undefined ? undefined : await readSeedFile(resolved.seedFile);
+    // The config was read to resolve the options: the server starts with it, not a second read.
+    handle = await startWithConfig({
+      config: resolved.configSource,
+      dataFile: resolved.dataFile,
+      port: resolved.port,
+      host: resolved.host,
+      env: resolved.env,
+      seed,
+      logger: jsonLogger(resolved.logLevel, out.sink),
+      lockStaleMs: lockStaleFromEnv(env),
+    }, resolved.config);
+  } catch (err) {
+    out.drainTo(safeStderr());
+    io.err(`petstore: ${describeStartError(err)}`);
+    return 1;
+  }
+  io.out(`petstore listening on ${handle.url}`);
+  out.release();
+  const code = await waitForSignals(handle, resolved, io);
+  out.flush();
+  return code;
+}
+
+function describeStartError(err: unknown): string {
+  if (err instanceof ConfigError) return err.message;
+  if (err instanceof StoreOpenError || err instanceof StartError || err instanceof UsageError) return err.message;
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+/** Serve until SIGTERM or SIGINT; SIGHUP reloads the config file (a bad one is refused). */
+function waitForSignals(handle: PetstoreHandle, resolved: Resolved, io: Io): Promise<number> {
+  return new Promise((done) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      io.err(`petstore: ${signal} received, finishing in-flight requests`);
+      handle.close().then(
+        () => { cleanup(); done(0); },
+        (err: unknown) => { io.err(`petstore: error while stopping: ${describeStartError(err)}`); cleanup(); done(1); },
+      );
+    };
+    const reload = (): void => {
+      if (typeof resolved.configSource !== 'string') {
+        io.err('petstore: SIGHUP ignored: running on the built-in config, there is no file to reload');
+        return;
+      }
+      handle.reload(resolved.configSource).then(
+        () => io.err(`petstore: config reloaded from ${resolved.configSource as string}`),
+        (err: unknown) => io.err(`petstore: config reload refused, the old config stays in force: ${describeStartError(err)}`),
+      );
+    };
+    const onTerm = (): void => stop('SIGTERM');
+    const onInt = (): void => stop('SIGINT');
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+    process.on('SIGHUP', reload);
+    function cleanup(): void {
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+      process.off('SIGHUP', reload);
+    }
+  });
+}
+
