@@ -1,4 +1,5 @@
 // Shared by the black-box tests: start the built bundle exactly as a user would.
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -163,4 +164,35 @@ export function allPets(store: LocalPetStore): StoredPet[] {
     if (page.length === 0) return out;
     out.push(...page);
   }
+}
+
+/**
+ * The target of a response's `Link: <...>; rel="next"` (RFC 8288), or undefined when there is
+ * no Link (the last page). A Link that is not exactly one next link fails.
+ */
+export function nextUrl(link: string | null): string | undefined {
+  if (link === null) return undefined;
+  const next = /^<([^>]+)>; rel="next"$/.exec(link)?.[1];
+  assert.ok(next, `Link is an RFC 8288 next link: ${link}`);
+  return next;
+}
+
+/**
+ * Follows the next links from `first`, handing each 200 page to `onPage`; returns the number
+ * of pages. More than maxPages pages fails, so a loop of links cannot hang a test.
+ */
+export async function followPages(
+  first: string, key: string, onPage: (res: Res) => void | Promise<void>, maxPages = 100_000,
+): Promise<number> {
+  let url: string | undefined = first;
+  let pages = 0;
+  while (url !== undefined) {
+    const res = await call(url, { key });
+    assert.equal(res.status, 200, res.text);
+    await onPage(res);
+    url = nextUrl(res.headers.get('link'));
+    pages++;
+    assert.ok(pages <= maxPages, `more than ${maxPages} pages from ${first}`);
+  }
+  return pages;
 }

@@ -1,5 +1,5 @@
 // One registry of error codes: every failure the service answers with comes from here, so
-// the `code` a client sees is stable and every code is documented (see test/errors.test.ts).
+// the `code` a client sees is stable and every code is documented (see test/core/errors.test.ts).
 
 export const ERROR_CODES = {
   invalid_request: { status: 400, summary: 'The request has a missing or invalid parameter or body field.' },

@@ -46,13 +46,6 @@ export class Router<H> {
     return NOT_FOUND;
   }
 
-  /** Every route, for describing the API. */
-  *routes(): Generator<{ method: string; template: string; handler: H }> {
-    for (const entry of [...this.#static.values(), ...this.#dynamic]) {
-      for (const [method, handler] of entry.methods) yield { method, template: entry.template, handler };
-    }
-  }
-
   #entry(template: string): PathEntry<H> {
     const known = this.#static.get(template) ?? this.#dynamic.find((e) => e.template === template);
     if (known) return known;

@@ -1,0 +1,55 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ROUTES, openApiRoute, type RouteSpec } from '../../src/api/index.js';
+import { Router } from '../../src/http/router.js';
+
+const router = new Router<string>()
+  .add('GET', '/v1/pets', 'list')
+  .add('POST', '/v1/pets', 'create')
+  .add('GET', '/v1/pets/{petId}', 'get')
+  .add('GET', '/v1/store/orders', 'orders');
+
+const cases: Array<[string, string, string]> = [
+  ['GET', '/v1/pets', 'found:list'],
+  ['POST', '/v1/pets', 'found:create'],
+  ['HEAD', '/v1/pets', 'found:list'],
+  ['GET', '/v1/pets/42', 'found:get'],
+  ['GET', '/v1/store/orders', 'found:orders'],
+  ['DELETE', '/v1/pets', 'method_not_allowed:GET, POST, HEAD'],
+  ['POST', '/v1/pets/1', 'method_not_allowed:GET, HEAD'],
+  ['GET', '/v1/pets/', 'not_found'],
+  ['GET', '/v1/pets/1/2', 'not_found'],
+  ['GET', '/v1/Pets', 'not_found'],
+  ['GET', '/v1', 'not_found'],
+  ['GET', '', 'not_found'],
+];
+for (const [method, path, expected] of cases) {
+  test(`${method} ${JSON.stringify(path)} -> ${expected}`, () => {
+    const m = router.match(method, path);
+    const got = m.kind === 'found' ? `found:${m.handler}` : m.kind === 'method_not_allowed' ? `method_not_allowed:${m.allow}` : m.kind;
+    assert.equal(got, expected);
+  });
+}
+
+test('path parameters are captured', () => {
+  const m = router.match('GET', '/v1/pets/abc');
+  assert.equal(m.kind, 'found');
+  if (m.kind === 'found') assert.deepEqual({ ...m.params }, { petId: 'abc' });
+});
+
+test('a route cannot be registered twice', () => {
+  assert.throws(() => new Router<string>().add('GET', '/a', 'x').add('GET', '/a', 'y'), /twice/);
+});
+
+test('every operation of the route table is found at its path, path parameters named', () => {
+  // The table the app serves, added the way createApp adds it (under /v1).
+  const all = [...ROUTES, openApiRoute(ROUTES, 'test')];
+  const served = new Router<RouteSpec>();
+  for (const route of all) served.add(route.method, `/v1${route.path}`, route);
+  for (const route of all) {
+    const path = `/v1${route.path.replace(/\{\w+\}/g, '7')}`;
+    const m = served.match(route.method, path);
+    assert.ok(m.kind === 'found' && m.handler === route, `${route.method} ${path} finds ${route.operationId}`);
+    for (const p of route.parameters.filter((x) => x.in === 'path')) assert.equal(m.params[p.name], '7', `${route.operationId}: ${p.name}`);
+  }
+});
