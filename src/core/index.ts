@@ -13,3 +13,4 @@ export { describeError, errorCode } from './errno.js';
 export { readJsonFile, readJsonFileSync } from './json-file.js';
 export type { JsonFile } from './json-file.js';
 export { clip } from './text.js';
+export { fsyncDir, fsyncDirSync, writeNewFileSynced } from './durable.js';

@@ -2,10 +2,10 @@
 // the README's "Rate limits"). The file is replaced atomically so that a crash mid-save leaves
 // the previous snapshot.
 
-import { mkdir, open, rename, unlink } from 'node:fs/promises';
+import { mkdir, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { MAX_BAN_SECONDS, MAX_LIMIT, readJsonFile, type Logger } from '../core/index.js';
+import { MAX_BAN_SECONDS, MAX_LIMIT, fsyncDir, readJsonFile, writeNewFileSynced, type Logger } from '../core/index.js';
 
 /** One id in a snapshot. Token counts and the ban are as of LimiterState.savedAt. */
 export interface LimiterStateEntry {
@@ -48,7 +48,7 @@ export async function saveLimiterState(file: string, state: LimiterState): Promi
   try {
     // The directory may have been removed under a running service (the store recreates it too).
     await mkdir(dir, { recursive: true });
-    await writeDurably(tmp, JSON.stringify(state) + '\n');
+    await writeNewFileSynced(tmp, JSON.stringify(state) + '\n', 0o600);
     await rename(tmp, file);
   } catch (err) {
     await removeTemp(tmp);
@@ -176,28 +176,14 @@ export function startLimiterPersistence(
   };
 }
 
-async function writeDurably(path: string, text: string): Promise<void> {
-  const fh = await open(path, 'wx', 0o600);
-  try {
-    await fh.writeFile(text, 'utf8');
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
 /** fsync the directory so the rename itself survives a power cut. */
 async function syncDir(dir: string, file: string): Promise<void> {
-  let fh;
   try {
-    fh = await open(dir, 'r');
-    await fh.sync();
+    await fsyncDir(dir);
   } catch (err) {
     // Windows cannot open or fsync a directory; there the rename is as durable as it gets.
     if (process.platform === 'win32' && (isErrno(err, 'EISDIR') || isErrno(err, 'EPERM'))) return;
     throw new Error(`cannot sync directory of ${file}: ${messageOf(err)}`, { cause: err });
-  } finally {
-    await fh?.close();
   }
 }
 

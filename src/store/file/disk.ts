@@ -1,8 +1,10 @@
 // Small file-system helpers shared by the journal and the snapshot code.
-import { mkdir, open, unlink } from 'node:fs/promises';
+import { mkdir, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { FileHandle } from 'node:fs/promises';
-import { errorCode } from '../../core/index.js';
+import { errorCode, fsyncDir } from '../../core/index.js';
+
+export { fsyncDir } from '../../core/index.js';
 
 /** The disk operations a test can make fail through FileStoreOptions.beforeIo. */
 export type DiskOp = 'journal-write' | 'journal-sync' | 'snapshot-write' | 'rotate';
@@ -15,19 +17,6 @@ export async function writeAll(handle: FileHandle, data: Buffer, position: numbe
     const { bytesWritten } = await handle.write(data, done, data.length - done, position + done);
     if (bytesWritten === 0) throw new Error('write made no progress');
     done += bytesWritten;
-  }
-}
-
-/**
- * Makes the directory entries of `dir` durable: after a rename or a file creation, the new
- * name survives a power cut only once the directory itself is fsynced.
- */
-export async function fsyncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
 

@@ -22,7 +22,7 @@ import { randomUUID } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { describeHolder, formatHolder, judgeLock, parseHolder, thisProcess } from './lock-holder.js';
 import type { Holder } from './lock-holder.js';
-import { describeError, errorCode, systemClock, type Clock, type Logger } from '../../core/index.js';
+import { describeError, errorCode, fsyncDirSync, systemClock, type Clock, type Logger } from '../../core/index.js';
 
 /** How long a lock may go without a heartbeat before it counts as abandoned. */
 export const DEFAULT_LOCK_STALE_MS = 10_000;
@@ -304,7 +304,7 @@ function createLockFile(path: string, holder: Holder): { fd: number; id: Identit
     try {
       writeSync(fd, formatHolder(holder));
       fsyncSync(fd);
-      syncDir(dirname(path));
+      fsyncDirSync(dirname(path));
     } catch {
       // ENOSPC, EDQUOT, EIO: the empty lock is judged by its heartbeat alone.
     }
@@ -372,15 +372,6 @@ function statIfPresent(path: string): BigIntStats | undefined {
   } catch (err) {
     if (errorCode(err) === 'ENOTDIR') return undefined;
     throw err;
-  }
-}
-
-function syncDir(dir: string): void {
-  const fd = openSync(dir, constants.O_RDONLY);
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 
