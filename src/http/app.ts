@@ -68,7 +68,10 @@ export function createApp(deps: AppDeps): RequestListener {
   };
 }
 
-/** Synchronous until a handler returns a promise (only createPet does), to spare the hot reads. */
+/**
+ * Synchronous until a limiter, the store or a handler hands back a promise (with the
+ * in-memory ones, only createPet does), to spare the hot reads.
+ */
 function handle(app: Instance, x: Exchange): Promise<void> | undefined {
   // Errors are caught here rather than by the caller: V8 counts a function's calls toward
   // optimizing it at its returns, so a function that mostly exits by throw (every 400 and
