@@ -41,6 +41,7 @@ const listPets: RouteSpec = {
       schema: { type: 'array', items: petSchema },
     },
     400: { description: 'limit, status or cursor is not valid (or given twice).', schema: 'Error' },
+    503: { description: 'The database cannot be reached (PostgreSQL store only); retry after Retry-After seconds.', schema: 'Error' },
   },
   handler(ctx) {
     const params = parseListQuery(ctx.query);
@@ -104,7 +105,7 @@ const createPet: RouteSpec = {
     413: { description: 'The body is larger than the configured maximum.', schema: 'Error' },
     415: { description: 'The body is not application/json.', schema: 'Error' },
     501: { description: 'The body has a transfer coding other than chunked (gzip, ...); nothing was added.', schema: 'Error' },
-    503: { description: 'The store cannot write right now, its write queue is full, or too many bodies are arriving at once; nothing was added.', schema: 'Error' },
+    503: { description: 'The store cannot write right now, its write queue is full, the database cannot be reached, or too many bodies are arriving at once; retry after Retry-After seconds. Nothing was added, except that a create whose database answer timed out may have been committed.', schema: 'Error' },
   },
   async handler({ req, res, store, maxBodyBytes, base, bodies, config }) {
     const pet = parseNewPet(await bodies.readJson(req, res, maxBodyBytes, config.maxPendingBodyBytes));
@@ -126,6 +127,7 @@ const getPet: RouteSpec = {
     200: { description: 'The animal.', schema: petSchema },
     400: { description: 'petId is not a 64-bit integer.', schema: 'Error' },
     404: { description: 'The animal cannot be found.', schema: 'Error' },
+    503: { description: 'The database cannot be reached (PostgreSQL store only); retry after Retry-After seconds.', schema: 'Error' },
   },
   handler({ params, store }) {
     const raw = params.petId ?? '';

@@ -2,11 +2,13 @@
 // 400, anything else as a logged 500; a 413 waits for the rest of its upload (drain.ts).
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../core/index.js';
-import { StoreBusyError, StoreInputError, StoreUnavailableError } from '../store/index.js';
+import { StoreBusyError, StoreInputError, StoreUnavailableError, StoreUnreachableError } from '../store/index.js';
 import { BodyTooLarge, sendContinue } from './body.js';
 import { DRAIN_CAP_BYTES, discardThen } from './drain.js';
 import type { Exchange, Instance } from './exchange.js';
 import { send } from './send.js';
+
+const UNREACHABLE = new ApiError('service_unavailable', 'The database cannot be reached right now; retry later.');
 
 /** Turns any failure into an Error body; only unexpected ones are 500s, and logged. */
 export function fail(app: Instance, x: Exchange, err: unknown): void {
@@ -20,10 +22,15 @@ export function fail(app: Instance, x: Exchange, err: unknown): void {
   if (err instanceof ApiError) {
     error = err;
   } else if (err instanceof StoreUnavailableError) {
-    error = new ApiError('service_unavailable', 'The store cannot write right now; nothing was added. Retry later.');
     x.headers['retry-after'] = '5';
-    if (err instanceof StoreBusyError) logBusy(app);
-    else deps.logger.log('error', 'store unavailable', { reqId: x.reqId, err: err.message });
+    if (err instanceof StoreUnreachableError) {
+      // The database is away; the store logs the outage once, not once per request.
+      error = UNREACHABLE;
+    } else {
+      error = new ApiError('service_unavailable', 'The store cannot write right now; nothing was added. Retry later.');
+      if (err instanceof StoreBusyError) logBusy(app);
+      else deps.logger.log('error', 'store unavailable', { reqId: x.reqId, err: err.message });
+    }
   } else if (err instanceof StoreInputError) {
     // The store refused input it cannot honour (seed ids): the client's request, not a fault.
     error = new ApiError('invalid_request', err.message);

@@ -20,6 +20,15 @@ export class StoreUnavailableError extends Error {
   override readonly name: string = 'StoreUnavailableError';
 }
 
+/**
+ * The database did not answer: connection lost or refused, or no answer in time. The
+ * operation was not acknowledged; a create that timed out may still have been committed
+ * (see README, PostgreSQL). The store logs the outage and the recovery itself.
+ */
+export class StoreUnreachableError extends StoreUnavailableError {
+  override readonly name = 'StoreUnreachableError';
+}
+
 /** Too many writes are already waiting for the disk: refused at once, nothing done. */
 export class StoreBusyError extends StoreUnavailableError {
   override readonly name = 'StoreBusyError';

@@ -253,7 +253,7 @@ describe('the document as served', () => {
 });
 
 describe('every operation', () => {
-  test('listPets: limit, status, cursor; 200 array of Pet with a next link; 400, 401, 429', () => {
+  test('listPets: limit, status, cursor; 200 array of Pet with a next link; 400, 401, 429, 503', () => {
     const op = operation('/pets', 'get');
     assert.equal(op.operationId, 'listPets');
     const limit = param(op, 'limit');
@@ -263,7 +263,7 @@ describe('every operation', () => {
     assert.deepEqual(obj(param(op, 'status').schema, 'status.schema'), { $ref: '#/components/schemas/PetStatus' });
     assert.equal(param(op, 'cursor').in, 'query');
     const r = responses(op, 'listPets');
-    assert.deepEqual(Object.keys(r).sort(), ['200', '400', '401', '429']);
+    assert.deepEqual(Object.keys(r).sort(), ['200', '400', '401', '429', '503']);
     const body = obj(obj(obj(r['200']?.content, 'content')['application/json'], 'json').schema, 'schema');
     assert.deepEqual(body, { type: 'array', items: { $ref: '#/components/schemas/Pet' } });
     assert.ok(headerNames(obj(r['200'], '200')).includes('Link'));
@@ -281,7 +281,7 @@ describe('every operation', () => {
     assert.ok(headerNames(obj(r['201'], '201')).includes('Location'));
   });
 
-  test('getPet: deprecated with its sunset date; petId path parameter; 200, 400, 401, 404, 429', () => {
+  test('getPet: deprecated with its sunset date; petId path parameter; 200, 400, 401, 404, 429, 503', () => {
     const op = operation('/pets/{petId}', 'get');
     assert.equal(op.operationId, 'getPet');
     assert.equal(op.deprecated, true);
@@ -291,7 +291,7 @@ describe('every operation', () => {
     const petId = param(op, 'petId');
     assert.deepEqual({ in: petId.in, required: petId.required, type: obj(petId.schema, 's').type, format: obj(petId.schema, 's').format }, { in: 'path', required: true, type: 'integer', format: 'int64' });
     const r = responses(op, 'getPet');
-    assert.deepEqual(Object.keys(r).sort(), ['200', '400', '401', '404', '429']);
+    assert.deepEqual(Object.keys(r).sort(), ['200', '400', '401', '404', '429', '503']);
     for (const [status, response] of Object.entries(r)) {
       for (const h of ['Deprecation', 'Sunset', 'Link']) assert.ok(headerNames(response).includes(h), `getPet ${status} documents ${h}`);
     }

@@ -1,0 +1,58 @@
+// Opening the PostgreSQL store: the URL's settings, the driver (imported only now), a first
+// connection, the schema. Anything that stops the start is a StoreOpenError naming the
+// database (its URL without the password).
+import type { Logger } from '../../core/index.js';
+import { describeError } from '../../core/index.js';
+import type { PetStore } from '../contract.js';
+import { StoreOpenError } from '../errors.js';
+import { DriverMissingError, loadPostgres } from './driver.js';
+import { Pool } from './pool.js';
+import { PostgresStore } from './postgres-store.js';
+import { SchemaTooNewError, ensureSchema } from './schema.js';
+import { parseSettings, redactUrl } from './settings.js';
+
+export interface PostgresStoreOptions {
+  readonly logger: Logger;
+}
+
+export async function openPostgresStore(url: string, opts: PostgresStoreOptions): Promise<PetStore> {
+  const shown = redactUrl(url);
+  let settings;
+  try {
+    settings = parseSettings(url);
+  } catch (err) {
+    throw new StoreOpenError(shown, `Cannot use the PostgreSQL store ${shown}: ${describeError(err)}.`);
+  }
+  let factory;
+  try {
+    factory = await loadPostgres();
+  } catch (err) {
+    if (err instanceof DriverMissingError) throw new StoreOpenError(shown, `Cannot use the PostgreSQL store: ${err.message}.`);
+    throw new StoreOpenError(shown, `Cannot load the PostgreSQL driver: ${describeError(err)}.`, { cause: err });
+  }
+  const { driverUrl, poolSize, queryTimeoutMs, connectTimeoutS } = settings;
+  const pool = new Pool({
+    make: () => factory(driverUrl, {
+      max: poolSize,
+      connect_timeout: connectTimeoutS,
+      // No array columns: skip the type lookup each new connection would make.
+      fetch_types: false,
+      // CREATE ... IF NOT EXISTS says NOTICE when it exists; the driver would print it.
+      onnotice: () => undefined,
+      connection: { application_name: 'petstore' },
+    }),
+    queryTimeoutMs,
+    logger: opts.logger,
+    shown,
+  });
+  let version: number;
+  try {
+    version = await pool.transaction(ensureSchema);
+  } catch (err) {
+    await pool.close(0).catch(() => undefined);
+    const why = err instanceof SchemaTooNewError ? err.message : `cannot open it: ${describeError(err)}`;
+    throw new StoreOpenError(shown, `PostgreSQL store ${shown}: ${why}.`, { cause: err });
+  }
+  opts.logger.log('info', 'store opened', { store: shown, schemaVersion: version, pool: poolSize, queryTimeoutMs });
+  return new PostgresStore(pool);
+}

@@ -1,0 +1,67 @@
+// The store URL: postgres://user:password@host:port/database?options. Petstore reads three
+// options from its query (and removes the one the driver does not know); anything else in
+// it (sslmode, application_name, ...) goes to postgres.js and the server unchanged.
+
+export interface PostgresSettings {
+  /** The URL handed to the driver. */
+  readonly driverUrl: string;
+  /** The URL without its password, for logs and messages. */
+  readonly shown: string;
+  /** Connections in this process's pool (`max`, default 4). */
+  readonly poolSize: number;
+  /** A query without an answer in this many ms fails, and the pool is replaced (`query_timeout`). */
+  readonly queryTimeoutMs: number;
+  /** Seconds to open one connection (`connect_timeout`, postgres.js's own option). */
+  readonly connectTimeoutS: number;
+}
+
+export const DEFAULT_POOL_SIZE = 4;
+export const DEFAULT_QUERY_TIMEOUT_MS = 5000;
+export const DEFAULT_CONNECT_TIMEOUT_S = 5;
+
+/** True for the URLs the store accepts (the scheme only; the rest is checked at open). */
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(?:ql)?:\/\//i.test(url);
+}
+
+/** The URL without its password. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.href;
+  } catch {
+    // Not a URL: say nothing of it beyond the scheme, since it may hold a password.
+    return `${url.split(':')[0] ?? ''}://(not a valid URL)`;
+  }
+}
+
+/** Reads the settings; throws an Error with a message naming the offending part. */
+export function parseSettings(url: string): PostgresSettings {
+  if (!isPostgresUrl(url)) throw new Error('the store URL must start with postgres:// or postgresql://');
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new Error('the store URL is not a valid URL');
+  }
+  const poolSize = intParam(u, 'max', DEFAULT_POOL_SIZE, 1, 100);
+  const queryTimeoutMs = intParam(u, 'query_timeout', DEFAULT_QUERY_TIMEOUT_MS, 100, 600_000);
+  const connectTimeoutS = intParam(u, 'connect_timeout', DEFAULT_CONNECT_TIMEOUT_S, 1, 600);
+  // Ours alone: the driver would send it to the server as a setting, which refuses it.
+  u.searchParams.delete('query_timeout');
+  u.searchParams.delete('max');
+  u.searchParams.delete('connect_timeout');
+  return { driverUrl: u.href, shown: redactUrl(url), poolSize, queryTimeoutMs, connectTimeoutS };
+}
+
+function intParam(u: URL, name: string, fallback: number, min: number, max: number): number {
+  const values = u.searchParams.getAll(name);
+  if (values.length === 0) return fallback;
+  const raw = values[0] as string;
+  const n = /^[0-9]{1,7}$/.test(raw) ? Number(raw) : NaN;
+  if (values.length > 1 || !(n >= min && n <= max)) {
+    throw new Error(`the store URL's ${name} must be given once, an integer from ${min} to ${max}`);
+  }
+  return n;
+}
