@@ -5,6 +5,7 @@ import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfigFile, parseConfig, type Config } from '../config/index.js';
 import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from '../store/index.js';
+import { petsLocation } from './pets-location.js';
 import defaultConfig from '../../petstore.config.json' with { type: 'json' };
 
 export const USAGE = `Usage: node dist/petstore.js [options]
@@ -12,6 +13,7 @@ export const USAGE = `Usage: node dist/petstore.js [options]
   --config FILE        config file (default: ./petstore.config.json, else the built-in demo config)
   --data FILE          data file (default: the config's dataFile, data/pets.json)
   --memory             keep pets in memory only; write nothing
+  --store URL          keep pets in PostgreSQL, postgres://user:password@host:5432/db (npm install postgres)
   --port N             port to listen on; 0 picks a free one (default 8080)
   --host H             address to bind (default 127.0.0.1)
   --env NAME           production or staging: whose base URL appears in links
@@ -20,7 +22,7 @@ export const USAGE = `Usage: node dist/petstore.js [options]
   --help               print this help
   --version            print the version
 
-Environment: PETSTORE_CONFIG, PETSTORE_DATA, PORT, HOST (a flag wins over its variable);
+Environment: PETSTORE_CONFIG, PETSTORE_DATA, PETSTORE_STORE, PORT, HOST (a flag wins over its variable);
 PETSTORE_LOCK_STALE_MS (default 10000): a data file lock not refreshed for that long is taken over.
 Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the config file.
 The first line on stdout is "petstore listening on http://HOST:PORT/v1".`;
@@ -45,6 +47,8 @@ export interface Resolved {
   config: Config;
   configSource: string | Record<string, unknown>;
   dataFile: string | undefined;
+  /** A postgres:// URL: pets live in PostgreSQL. */
+  store: string | undefined;
   port: number;
   host: string;
   env: 'production' | 'staging' | undefined;
@@ -68,6 +72,7 @@ export function parse(argv: readonly string[]): Parsed | 'help' | 'version' {
         config: { type: 'string' },
         data: { type: 'string' },
         memory: { type: 'boolean' },
+        store: { type: 'string' },
         port: { type: 'string' },
         host: { type: 'string' },
         env: { type: 'string' },
@@ -115,8 +120,9 @@ export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: 
     configSource = defaultConfig as Record<string, unknown>;
     config = parseConfig(configSource, 'built-in demo config', process.cwd());
   }
-  const dataFlag = str('data') ?? (env.PETSTORE_DATA || undefined);
-  const dataFile = flags.memory ? undefined : dataFlag !== undefined ? resolve(dataFlag) : config.dataFile;
+  const where = petsLocation(flags, env, config);
+  if (typeof where === 'string') throw new UsageError(where);
+  const { dataFile, store } = where;
   const portRaw = str('port') ?? (env.PORT || undefined);
   const port = portRaw === undefined ? config.port : parsePort(portRaw, str('port') !== undefined ? '--port' : 'PORT');
   const host = str('host') ?? (env.HOST || undefined) ?? config.host;
@@ -129,7 +135,7 @@ export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: 
     throw new UsageError(`--log-level must be debug, info, warn, error or silent, got "${level}"`);
   }
   return {
-    config, configSource, dataFile, port, host, env: envName, seedFile: str('seed'),
+    config, configSource, dataFile, store, port, host, env: envName, seedFile: str('seed'),
     logLevel: (level as Config['logLevel'] | undefined) ?? config.logLevel,
   };
 }

@@ -40,6 +40,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     handle = await startWithConfig({
       config: resolved.configSource,
       dataFile: resolved.dataFile,
+      store: resolved.store,
       port: resolved.port,
       host: resolved.host,
       env: resolved.env,

@@ -16,6 +16,8 @@ export interface Config {
   readonly port: number;
   /** Absolute path, or undefined for an in-memory store. */
   readonly dataFile: string | undefined;
+  /** A postgres:// URL: pets live in PostgreSQL (never together with dataFile). */
+  readonly store: string | undefined;
   readonly environments: Readonly<Record<'production' | 'staging', string>>;
   /** Plan name -> limits; a Map, so that only the plans the config names are found. */
   readonly plans: ReadonlyMap<string, Limits>;

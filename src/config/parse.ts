@@ -11,6 +11,7 @@ const TOP_LEVEL = new Set([
   '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
   'anonymousTableSize', 'maxBodyBytes', 'trustProxy', 'cors', 'logLevel',
   'maxConnections', 'maxPendingBodyBytes', 'maxQueuedWrites',
+  'store',
 ]);
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -77,6 +78,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     const f = r.string(raw.dataFile, 'dataFile');
     if (f !== undefined) dataFile = resolve(baseDir, f);
   }
+  const store = readStore(r, raw.store, dataFile);
   const environments = readEnvironments(r, raw.environments);
   const plans = readPlans(r, raw.plans);
   const keys = readKeys(r, raw.keys, plans);
@@ -102,10 +104,21 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     throw new ConfigError(source, r.problems);
   }
   return Object.freeze({
-    host, port, dataFile, environments, plans, keys, ban, anonymous, anonymousTableSize, maxBodyBytes, trustProxy, cors, logLevel,
+    host, port, dataFile, store, environments, plans, keys, ban, anonymous, anonymousTableSize, maxBodyBytes, trustProxy, cors, logLevel,
     ...connections,
     maxQueuedWrites: maxQueuedWrites ?? DEFAULT_MAX_QUEUED_WRITES,
   });
+}
+
+/** CONTRACT 9: a store URL and a data file answer one question; one config gives one answer. */
+function readStore(r: Reader, v: unknown, dataFile: string | undefined): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || !/^postgres(?:ql)?:\/\/./i.test(v)) {
+    r.problem('store must be a PostgreSQL URL, "postgres://user:password@host:5432/database"');
+    return undefined;
+  }
+  if (dataFile !== undefined) r.problem('store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
+  return v;
 }
 
 function readEnvironments(r: Reader, v: unknown): Config['environments'] {

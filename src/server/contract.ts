@@ -12,6 +12,8 @@ export interface StartOptions {
   config?: string | Record<string, unknown>;
   /** The data file; omitted: an in-memory store that writes nothing. */
   dataFile?: string;
+  /** A postgres:// URL: pets live in PostgreSQL (the `postgres` package must be installed). Not with dataFile. */
+  store?: string;
   /** Time source, for deterministic rate limits in tests. */
   clock?: Clock;
   /** false (default for embedding): no logs; a function: called per line; 'stdout': JSON lines. */

@@ -13,6 +13,7 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.host !== next.host) fields.push('host');
   if (old.port !== next.port) fields.push('port');
   if (old.dataFile !== next.dataFile) fields.push('dataFile');
+  if (old.store !== next.store) fields.push('store');
   if (old.maxQueuedWrites !== next.maxQueuedWrites) fields.push('maxQueuedWrites');
   if (old.logLevel !== next.logLevel) fields.push('logLevel');
   return fields;

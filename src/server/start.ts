@@ -9,7 +9,7 @@ import { functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } fro
 import type { Logger } from '../core/index.js';
 import { answerClientError, createApp, refuseConnect } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
-import { openFileStore, openMemoryStore, type PetStore } from '../store/index.js';
+import { openFileStore, openMemoryStore, openPostgresStore, type PetStore } from '../store/index.js';
 import { StartError, type PetstoreHandle, type StartOptions } from './contract.js';
 import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js';
 
@@ -42,9 +42,12 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   const logger = resolveLogger(options.logger, config);
   const dataFile = options.dataFile;
 
-  const store: PetStore = dataFile === undefined
-    ? openMemoryStore()
-    : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs, maxQueuedWrites: config.maxQueuedWrites });
+  if (options.store !== undefined && dataFile !== undefined) throw new StartError('store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
+  const store: PetStore = options.store !== undefined
+    ? await openPostgresStore(options.store, { logger })
+    : dataFile === undefined
+      ? openMemoryStore()
+      : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs, maxQueuedWrites: config.maxQueuedWrites });
   const keyLimiter = new MemoryLimiter({ clock, ban: config.ban });
   const addressLimiter = new MemoryLimiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
   let server: Server | undefined;
