@@ -123,7 +123,7 @@ test('PostgreSQL hung (paused): operations are refused after the query timeout, 
   t.after(() => pg.resume());
   await assert.rejects(store.create(pet), StoreUnreachableError);
   await assert.rejects(store.get(1) as Promise<unknown>, StoreUnreachableError);
-  await assert.rejects(store.list({ limit: 5 }), StoreUnreachableError);
+  await assert.rejects(store.list({ limit: 5 }) as Promise<unknown>, StoreUnreachableError);
   pg.resume();
   // The stuck pool was replaced: a new connection answers (retry while the server wakes up).
   let created;
