@@ -41,5 +41,5 @@ export interface PetstoreHandle {
   reload(config?: string | Record<string, unknown>): Promise<void>;
 }
 
-/** A start failure with one clear sentence for the operator (bad config, data file, port). */
-export class StartError extends Error {}
+export { StartError } from '../core/index.js';
+export type { StartErrorKind } from '../core/index.js';

@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { ROUTES, openApiRoute } from '../api/index.js';
 import { loadConfigFile, parseConfig, type Config } from '../config/index.js';
-import { functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
+import { asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
 import { answerClientError, createApp, refuseConnect } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
@@ -50,9 +50,12 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   let server: Server | undefined;
   let stopping = false;
   try {
-    if (options.seed?.length) await store.seed(options.seed);
+    if (options.seed?.length) await store.seed(options.seed).catch((err: unknown) => { throw asStartError('seed', err); });
     // Keys' day buckets and bans outlive a restart beside the data file; addresses' do not.
-    if (dataFile !== undefined) await keyLimiter.persist(`${dataFile}.limits.json`, { intervalMs: SAVE_LIMITS_EVERY_MS, logger });
+    if (dataFile !== undefined) {
+      await keyLimiter.persist(`${dataFile}.limits.json`, { intervalMs: SAVE_LIMITS_EVERY_MS, logger })
+        .catch((err: unknown) => { throw asStartError('limits', err); });
+    }
     const app = createApp({
       store, clock, logger, keyLimiter, addressLimiter, routes: [...ROUTES, openApiRoute(ROUTES, __PETSTORE_VERSION__)],
       config: () => config,
@@ -97,7 +100,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   }
 
   const address = server.address();
-  if (address === null || typeof address === 'string') throw new StartError('the server has no TCP address');
+  if (address === null || typeof address === 'string') throw new StartError('listen', 'the server has no TCP address');
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const listening = server;
   let closing: Promise<void> | undefined;

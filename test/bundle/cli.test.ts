@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { KEYS, call, followPages, post, runBundle, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
 
@@ -185,4 +185,19 @@ test('a second process on the same data file refuses to start', async () => {
   assert.equal(second.code, 1);
   assert.ok(second.stderr.includes(data), second.stderr);
   assert.equal(await first.stop(), 0);
+});
+
+test('a data file under a directory that cannot be made is one message and exit 1, at once', { timeout: 30_000 }, async () => {
+  const dir = tempDir();
+  writeFileSync(join(dir, 'plain-file'), '');
+  const cases = [join(dir, 'plain-file', 'sub', 'pets.json')];
+  // /proc takes no new directories: node's recursive mkdir used to spin there for ever.
+  if (existsSync('/proc/self')) cases.push('/proc/nope/x.json');
+  for (const data of cases) {
+    const r = await runBundle(['--config', writeConfig(dir), '--data', data, '--port', '0']);
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.stderr.trim().split('\n').length, 1, `one line: ${r.stderr}`);
+    assert.ok(r.stderr.includes(data), `names the data file: ${r.stderr}`);
+    assert.equal(r.stdout, '', 'nothing listening');
+  }
 });
