@@ -5,7 +5,7 @@ import { ConfigError } from '../config/index.js';
 import { batchingSink, jsonLogger, safeStderr, safeStdout } from '../core/index.js';
 import { StartError, startWithConfig, type PetstoreHandle } from '../server/index.js';
 import { StoreOpenError } from '../store/index.js';
-import { USAGE, UsageError, invokedAs, lockStaleFromEnv, parse, resolveOptions, type Io, type Resolved } from './args.js';
+import { USAGE, UsageError, inMemoryWarning, invokedAs, lockStaleFromEnv, parse, resolveOptions, type Io, type Resolved } from './args.js';
 import { readSeedFile } from './seed.js';
 
 const processIo: Io = {
@@ -34,6 +34,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
 
   let handle: PetstoreHandle;
   const out = batchingSink(safeStdout());
+  const logger = jsonLogger(resolved.logLevel, out.sink);
   try {
     const seed = resolved.seedFile === undefined ? undefined : await readSeedFile(resolved.seedFile);
     // The config was read to resolve the options: the server starts with it, not a second read.
@@ -44,7 +45,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       host: resolved.host,
       env: resolved.env,
       seed,
-      logger: jsonLogger(resolved.logLevel, out.sink),
+      logger,
       lockStaleMs: lockStaleFromEnv(env),
     }, resolved.config);
   } catch (err) {
@@ -52,6 +53,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     io.err(`petstore: ${describeStartError(err)}`);
     return 1;
   }
+  const memoryWarning = inMemoryWarning(resolved);
+  if (memoryWarning !== undefined) logger.log('warn', memoryWarning); // held until after the ready line
   io.out(`petstore listening on ${handle.url}`);
   out.release();
   const code = await waitForSignals(handle, resolved, io);

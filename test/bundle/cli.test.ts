@@ -201,3 +201,35 @@ test('a data file under a directory that cannot be made is one message and exit 
     assert.equal(r.stdout, '', 'nothing listening');
   }
 });
+
+test('the built-in config keeps pets in memory, says so in one line, and writes nothing', async () => {
+  const dir = tempDir();
+  const srv = await startBundle([], { cwd: dir });
+  assert.equal((await post(`${srv.url}/pets`, 'free-demo-key', { name: 'Rex', categoryId: 1 })).status, 201);
+  assert.equal(await srv.stop(), 0);
+  const { readdirSync } = await import('node:fs');
+  assert.deepEqual(readdirSync(dir), [], 'no data/ in the caller\'s directory');
+  const lines = srv.stderr().split('\n').filter((l) => l !== '' && !/SIGTERM/.test(l));
+  assert.equal(lines.length, 1, srv.stderr());
+  assert.match(lines[0] as string, /built-in demo config.*in memory/);
+  assert.doesNotMatch(srv.stdout(), /"level":40/, 'said once, on stderr');
+});
+
+test('a config without dataFile warns at start that pets will not survive a restart; --memory and dataFile do not', async () => {
+  const dir = tempDir();
+  const warning = /"level":40.*will not survive a restart/;
+  let srv = await startBundle(['--config', writeConfig(dir)], { cwd: dir });
+  await new Promise((r) => setTimeout(r, 50)); // the held log lines follow the ready line
+  assert.match(srv.stdout(), warning);
+  assert.match(srv.stdout().split('\n')[0] as string, /^petstore listening on /, 'the ready line stays first');
+  assert.equal(await srv.stop(), 0);
+  for (const args of [['--memory'], ['--data', join(dir, 'pets.json')]]) {
+    srv = await startBundle(['--config', writeConfig(dir), ...args], { cwd: dir });
+    await new Promise((r) => setTimeout(r, 50));
+    assert.doesNotMatch(srv.stdout(), warning, args.join(' '));
+    assert.equal(await srv.stop(), 0);
+  }
+  const help = await runBundle(['--help']);
+  assert.match(help.stdout, /--data FILE[^\n]*\n[^\n]*in memory/, 'the help says what happens without a data file');
+  assert.doesNotMatch(help.stdout, /data\/pets\.json/, 'and names no default file that is not used');
+});
