@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfigFile, parseConfig, type Config } from '../config/index.js';
+import { loadConfigFile, parseConfig, type Config, type PetstoreConfig } from '../config/index.js';
 import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from '../store/index.js';
 import defaultConfig from '../../petstore.config.json' with { type: 'json' };
 
@@ -48,7 +48,7 @@ export interface Io {
 
 export interface Resolved {
   config: Config;
-  configSource: string | Record<string, unknown>;
+  configSource: string | PetstoreConfig;
   dataFile: string | undefined;
   /** --memory was given: pets in memory by request, not for want of a data file. */
   memory: boolean;
@@ -113,7 +113,7 @@ export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: 
   const str = (name: string): string | undefined => (typeof flags[name] === 'string' ? (flags[name] as string) : undefined);
   const explicitConfig = str('config') ?? (env.PETSTORE_CONFIG || undefined);
   let config: Config;
-  let configSource: string | Record<string, unknown>;
+  let configSource: string | PetstoreConfig;
   if (explicitConfig !== undefined || existsSync('petstore.config.json')) {
     configSource = resolve(explicitConfig ?? 'petstore.config.json');
     config = await loadConfigFile(configSource);

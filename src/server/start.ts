@@ -15,7 +15,7 @@ import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js
 
 const SAVE_LIMITS_EVERY_MS = 30_000;
 
-async function resolveConfig(source: string | Record<string, unknown> | undefined): Promise<Config> {
+async function resolveConfig(source: StartOptions['config']): Promise<Config> {
   if (typeof source === 'string') return loadConfigFile(source);
   return parseConfig(source ?? {}, 'config object', process.cwd());
 }
@@ -110,7 +110,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   let reloads: Promise<void> = Promise.resolve();
 
   /** Reads and checks everything first; then swaps in one step that cannot throw. */
-  const reload = async (source: string | Record<string, unknown> | undefined): Promise<void> => {
+  const reload = async (source: StartOptions['config']): Promise<void> => {
     const next = await resolveConfig(source ?? options.config);
     checkConfiguration(next.ban);
     checkConfiguration(next.ban, next.anonymousTableSize);
