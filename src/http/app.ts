@@ -63,6 +63,7 @@ export function createApp(deps: AppDeps): RequestListener {
       reqId: requestId(req, ids),
       headers: {},
       keyName: undefined,
+      error: undefined,
     };
     handle(app, x)?.catch((err: unknown) => fail(app, x, err));
   };
