@@ -64,8 +64,12 @@ export interface RouteSpec {
   readonly path: string;
   readonly summary: string;
   readonly tags: readonly string[];
-  /** 'key': a bearer key is required; 'none': public, limited per client address. */
-  readonly auth: 'key' | 'none';
+  /**
+   * 'key': a bearer key is required; 'none': public, limited per client address; 'optional':
+   * public, and a valid key is charged to its own budget (without one, or with a wrong one:
+   * limited per client address, as 'none').
+   */
+  readonly auth: 'key' | 'none' | 'optional';
   readonly deprecated?: { readonly sunset: string; readonly successor: string };
   readonly parameters: readonly Parameter[];
   readonly requestBody?: Schema;

@@ -144,6 +144,8 @@ function operation(route: RouteSpec, head = false): Json {
     op.requestBody = { required: true, content: { 'application/json': media } };
   }
   if (route.auth === 'none') op.security = [];
+  // OpenAPI 3.1 section 4.8.10: an empty requirement makes the scheme optional.
+  if (route.auth === 'optional') op.security = [{}, { bearerAuth: [] }];
   if (route.deprecated) {
     op.deprecated = true;
     op['x-sunset'] = route.deprecated.sunset;
@@ -161,7 +163,9 @@ function describeOperation(route: RouteSpec, statuses: readonly string[], head: 
   }
   parts.push(route.auth === 'key'
     ? 'Needs an API key (`Authorization: Bearer <key>`) and counts against its rate limits.'
-    : 'Needs no key; limited per client address like keyless requests.');
+    : route.auth === 'optional'
+      ? 'Needs no key; with a valid key it counts against that key\'s rate limits, otherwise it is limited per client address like keyless requests.'
+      : 'Needs no key; limited per client address like keyless requests.');
   const codes = statuses.filter((s) => Number(s) >= 400).flatMap((s) => codesOf(s).map((c) => `\`${c}\` (${s})`));
   if (codes.length > 0) parts.push(`Error codes: ${codes.join(', ')}.`);
   return parts.join(' ');

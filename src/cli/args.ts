@@ -3,15 +3,20 @@
 import { existsSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfigFile, parseConfig, type Config } from '../config/index.js';
+import { loadConfigFile, parseConfig, type Config, type PetstoreConfig } from '../config/index.js';
 import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from '../store/index.js';
 import { petsLocation } from './pets-location.js';
 import defaultConfig from '../../petstore.config.json' with { type: 'json' };
 
+// The demo config without its dataFile: started without a config file (by npx, or a test
+// harness in some directory), the service must not write data/ into the caller's directory.
+const { dataFile: _demoDataFile, ...BUILT_IN_CONFIG } = defaultConfig;
+
 export const USAGE = `Usage: node dist/petstore.js [options]
 
   --config FILE        config file (default: ./petstore.config.json, else the built-in demo config)
-  --data FILE          data file (default: the config's dataFile, data/pets.json)
+  --data FILE          data file (default: the config's dataFile; without one, and with
+                       the built-in config, pets are kept in memory and lost at exit)
   --memory             keep pets in memory only; write nothing
   --store URL          keep pets in PostgreSQL, postgres://user:password@host:5432/db (npm install postgres)
   --port N             port to listen on; 0 picks a free one (default 8080)
@@ -45,10 +50,12 @@ export interface Io {
 
 export interface Resolved {
   config: Config;
-  configSource: string | Record<string, unknown>;
+  configSource: string | PetstoreConfig;
   dataFile: string | undefined;
   /** A postgres:// URL: pets live in PostgreSQL. */
   store: string | undefined;
+  /** --memory was given: pets in memory by request, not for want of a data file. */
+  memory: boolean;
   port: number;
   host: string;
   env: 'production' | 'staging' | undefined;
@@ -111,13 +118,14 @@ export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: 
   const str = (name: string): string | undefined => (typeof flags[name] === 'string' ? (flags[name] as string) : undefined);
   const explicitConfig = str('config') ?? (env.PETSTORE_CONFIG || undefined);
   let config: Config;
-  let configSource: string | Record<string, unknown>;
+  let configSource: string | PetstoreConfig;
   if (explicitConfig !== undefined || existsSync('petstore.config.json')) {
     configSource = resolve(explicitConfig ?? 'petstore.config.json');
     config = await loadConfigFile(configSource);
   } else {
-    io.err('petstore: no ./petstore.config.json; using the built-in demo config (demo keys, do not expose)');
-    configSource = defaultConfig as Record<string, unknown>;
+    io.err('petstore: no ./petstore.config.json; using the built-in demo config (demo keys, do not expose); ' +
+      'pets are kept in memory only (--data FILE keeps them)');
+    configSource = BUILT_IN_CONFIG;
     config = parseConfig(configSource, 'built-in demo config', process.cwd());
   }
   const where = petsLocation(flags, env, config);
@@ -135,7 +143,16 @@ export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: 
     throw new UsageError(`--log-level must be debug, info, warn, error or silent, got "${level}"`);
   }
   return {
-    config, configSource, dataFile, store, port, host, env: envName, seedFile: str('seed'),
+    config, configSource, dataFile, store, memory: flags.memory === true, port, host, env: envName, seedFile: str('seed'),
     logLevel: (level as Config['logLevel'] | undefined) ?? config.logLevel,
   };
+}
+
+/**
+ * The warning for pets kept in memory for want of a data file (a config without dataFile),
+ * or undefined when that is what was asked for (--memory) or already said (built-in config).
+ */
+export function inMemoryWarning(resolved: Resolved): string | undefined {
+  if (resolved.dataFile !== undefined || resolved.store !== undefined || resolved.memory || typeof resolved.configSource !== 'string') return undefined;
+  return 'no data file: pets are kept in memory and will not survive a restart (set dataFile in the config, or --data FILE)';
 }

@@ -5,7 +5,7 @@ import { ConfigError } from '../config/index.js';
 import { batchingSink, jsonLogger, safeStderr, safeStdout } from '../core/index.js';
 import { StartError, startWithConfig, type PetstoreHandle } from '../server/index.js';
 import { StoreOpenError } from '../store/index.js';
-import { USAGE, UsageError, invokedAs, lockStaleFromEnv, parse, resolveOptions, type Io, type Resolved } from './args.js';
+import { USAGE, UsageError, inMemoryWarning, invokedAs, lockStaleFromEnv, parse, resolveOptions, type Io, type Resolved } from './args.js';
 import { readSeedFile } from './seed.js';
 
 const processIo: Io = {
@@ -34,6 +34,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
 
   let handle: PetstoreHandle;
   const out = batchingSink(safeStdout());
+  const logger = jsonLogger(resolved.logLevel, out.sink);
   try {
     const seed = resolved.seedFile === undefined ? undefined : await readSeedFile(resolved.seedFile);
     // The config was read to resolve the options: the server starts with it, not a second read.
@@ -45,7 +46,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       host: resolved.host,
       env: resolved.env,
       seed,
-      logger: jsonLogger(resolved.logLevel, out.sink),
+      logger,
       lockStaleMs: lockStaleFromEnv(env),
     }, resolved.config);
   } catch (err) {
@@ -53,9 +54,14 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     io.err(`petstore: ${describeStartError(err)}`);
     return 1;
   }
+  const memoryWarning = inMemoryWarning(resolved);
+  if (memoryWarning !== undefined) logger.log('warn', memoryWarning); // held until after the ready line
+  // The handlers go in before the ready line: a harness may send SIGTERM the moment it reads
+  // the line, and a signal without a handler would kill the process instead of stopping it.
+  const signals = waitForSignals(handle, resolved, io);
   io.out(`petstore listening on ${handle.url}`);
   out.release();
-  const code = await waitForSignals(handle, resolved, io);
+  const code = await signals;
   out.flush();
   return code;
 }

@@ -1,5 +1,6 @@
 // The config's face: its contract, parsing and loading, and the key digest.
 export type { Config, KeyEntry } from './contract.js';
+export type { ClearKeyConfig, DigestKeyConfig, KeyConfig, PetstoreConfig, PlanLimits } from './file-format.js';
 export { ConfigError } from './errors.js';
 export { DEFAULT_PLANS } from './defaults.js';
 export { keyDigest } from './digest.js';

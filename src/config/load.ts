@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { readJsonFile } from '../core/index.js';
 import type { Config } from './contract.js';
 import { ConfigError } from './errors.js';
+import { jsonSyntaxError } from './json-syntax.js';
 import { parseConfig } from './parse.js';
 
 /** Read and validate a config file; the error names the file and every problem. */
@@ -11,13 +12,35 @@ export async function loadConfigFile(path: string): Promise<Config> {
   const read = await readJsonFile(file);
   if (read.kind === 'missing') throw new ConfigError(file, ['cannot read the config file: file not found']);
   if (read.kind === 'unreadable') throw new ConfigError(file, [`cannot read the config file: ${read.error.message}`]);
-  if (read.kind === 'invalid') throw new ConfigError(file, [`not valid JSON: ${read.error.message}`]);
-  const { value: raw, text } = read;
+  let raw: unknown;
+  let text: string;
+  if (read.kind === 'ok') ({ value: raw, text } = read);
+  else ({ value: raw, text } = parseWithoutBom(file, read.text, read.error));
   // JSON.parse keeps the last of two members with one name; in a config that would silently
   // drop, say, a whole first list of keys.
   const repeated = repeatedMembers(text);
   if (repeated.length > 0) throw new ConfigError(file, repeated.map((p) => `${p} is given more than once`));
   return parseConfig(raw, file, dirname(file));
+}
+
+const BOM = '\uFEFF';
+
+/**
+ * A text JSON.parse refused: accepted after all when a UTF-8 byte order mark was all that
+ * stood in the way (editors on Windows write one; RFC 8259 section 8.1 lets a parser ignore
+ * it), otherwise refused naming the line and column of the first error.
+ */
+function parseWithoutBom(file: string, text: string, error: Error): { value: unknown; text: string } {
+  const body = text.startsWith(BOM) ? text.slice(1) : text;
+  const syntax = jsonSyntaxError(body);
+  if (syntax !== undefined) throw new ConfigError(file, [`not valid JSON at line ${syntax.line}, column ${syntax.column}: ${syntax.reason}`]);
+  try {
+    if (body !== text) return { value: JSON.parse(body), text: body };
+  } catch (err) {
+    error = err instanceof Error ? err : error;
+  }
+  // Well-formed, yet refused: the parser gave up for another reason (nesting too deep).
+  throw new ConfigError(file, [`not valid JSON: ${error.message}`]);
 }
 
 interface Frame {

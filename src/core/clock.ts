@@ -10,12 +10,15 @@ export const systemClock: Clock = {
 export class ManualClock implements Clock {
   #wall: number;
   #mono = 0;
+  /** @param wallStartMs the wall time to start at (default 2026-01-01T00:00:00Z); monotonic time starts at 0. */
   constructor(wallStartMs = Date.UTC(2026, 0, 1)) {
     this.#wall = wallStartMs;
   }
+  /** Wall time in ms since the Unix epoch. */
   now(): number {
     return this.#wall;
   }
+  /** Monotonic time in ms since this clock was made. */
   monotonic(): number {
     return this.#mono;
   }

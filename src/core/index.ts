@@ -4,6 +4,8 @@ export { DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_LIMIT } from './bounds.
 export { PET_STATUSES } from './types.js';
 export { ApiError, ERROR_CODES, errorBody } from './errors.js';
 export type { ErrorCode } from './errors.js';
+export { StartError, asStartError } from './start-error.js';
+export type { StartErrorKind } from './start-error.js';
 export { ManualClock, systemClock } from './clock.js';
 export { batchingSink, functionLogger, jsonLogger, silentLogger } from './log.js';
 export type { BatchingSink, LogSink } from './log.js';

@@ -5,13 +5,17 @@ export type PetStatus = (typeof PET_STATUSES)[number];
 
 /** What a client sends to add an animal (already validated). */
 export interface NewPet {
+  /** 1..256 characters, not blank, no control characters. */
   name: string;
+  /** An integer within ±(2^53 − 1). */
   categoryId: number;
+  /** `available`, `pending` or `sold`; absent when not given. */
   status?: PetStatus;
 }
 
 /** An animal as stored and returned: a NewPet plus the id the service assigned. */
 export interface Pet extends NewPet {
+  /** Assigned by the service: sequential from 1, never reused. */
   id: number;
 }
 
@@ -33,6 +37,7 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /** Structured logger; fields never contain an API key. */
 export interface Logger {
+  /** Writes one line: a level, a message, and fields (never an API key). */
   log(level: LogLevel, msg: string, fields?: Record<string, unknown>): void;
   /** Whether lines of this level are written; absent means yes. Lets callers skip building fields. */
   enabled?(level: LogLevel): boolean;

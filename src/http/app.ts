@@ -63,6 +63,7 @@ export function createApp(deps: AppDeps): RequestListener {
       reqId: requestId(req, ids),
       headers: {},
       keyName: undefined,
+      error: undefined,
     };
     handle(app, x)?.catch((err: unknown) => fail(app, x, err));
   };
@@ -121,11 +122,14 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
     if (route?.auth === 'none') {
       limit = chargeAddress(deps, x, config);
     } else {
-      auth = authenticate(x.req.headers.authorization, config.keys);
-      if (auth.kind === 'key') {
-        x.keyName = auth.entry.name;
-        limit = deps.keyLimiter.take(auth.entry.digest, auth.entry.limits);
+      const result = authenticate(x.req.headers.authorization, config.keys);
+      if (result.kind === 'key') {
+        auth = result;
+        x.keyName = result.entry.name;
+        limit = deps.keyLimiter.take(result.entry.digest, result.entry.limits);
       } else {
+        // A public route takes a key that is not valid as no key: served, on the address's budget.
+        if (route?.auth !== 'optional') auth = result;
         limit = chargeAddress(deps, x, config);
       }
     }

@@ -41,6 +41,18 @@ export function clientAddress(req: IncomingMessage, config: Config): string {
   return `ip:${addr}`;
 }
 
+/**
+ * The client's address as the access log shows it: the socket's peer, or with trustProxy the
+ * last X-Forwarded-For hop when it is an IP address (the proxy's own address says nothing).
+ */
+export function loggedAddress(req: IncomingMessage, config: Config): string | undefined {
+  if (config.trustProxy) {
+    const forwarded = forwardedAddress(req.headers['x-forwarded-for']);
+    if (forwarded !== undefined) return forwarded;
+  }
+  return req.socket.remoteAddress;
+}
+
 function ipv6Prefix64(addr: string): string {
   const [head = '', tail] = addr.split('::');
   const left = head === '' ? [] : head.split(':');

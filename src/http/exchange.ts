@@ -3,7 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HandlerContext, RouteSpec } from '../api/index.js';
 import type { Config } from '../config/index.js';
-import type { Clock, Logger } from '../core/index.js';
+import type { ApiError, Clock, Logger } from '../core/index.js';
 import type { Limiter } from '../limits/index.js';
 import type { PetStore } from '../store/index.js';
 import type { PendingBodies } from './body.js';
@@ -50,4 +50,6 @@ export interface Exchange {
   /** Headers every response of this request carries (rate limit, deprecation, ...). */
   readonly headers: Record<string, string>;
   keyName: string | undefined;
+  /** The Error body's error, once the answer is one: its code goes into the access log. */
+  error: ApiError | undefined;
 }

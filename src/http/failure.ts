@@ -39,6 +39,7 @@ export function fail(app: Instance, x: Exchange, err: unknown): void {
     deps.logger.log('error', 'unexpected failure', { reqId: x.reqId, err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   }
   if (error.headers) Object.assign(x.headers, error.headers);
+  x.error = error;
   if (x.req.headers.expect !== undefined && !x.req.readableDidRead) {
     // Decided once the bytes already received are parsed: see answerAwaitingContinue.
     if (awaitsContinue(x.req)) {

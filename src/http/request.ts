@@ -4,10 +4,10 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../core/index.js';
 import type { Exchange, Instance } from './exchange.js';
+import { SANE_HOST, proxiedOrigin } from './forwarded.js';
 
 // A client-sent request id is echoed only when it is short and plain, so logs stay clean.
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
-const SANE_HOST = /^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$/;
 
 /**
  * RFC 9112 section 3.2: an HTTP/1.1 request without a Host header field, or with more than
@@ -76,6 +76,10 @@ export function requestIds(): () => string {
 
 export function base(app: Instance, req: IncomingMessage): string {
   if (app.deps.publicBase) return app.deps.publicBase;
+  if (app.deps.config().trustProxy) {
+    const proxied = proxiedBase(req);
+    if (proxied !== undefined) return proxied;
+  }
   const host = req.headers.host;
   if (host !== undefined) {
     const known = app.bases.get(host);
@@ -89,4 +93,17 @@ export function base(app: Instance, req: IncomingMessage): string {
   }
   const addr = req.socket.localAddress ?? '127.0.0.1';
   return `http://${addr.includes(':') ? `[${addr}]` : addr}:${req.socket.localPort ?? 0}/v1`;
+}
+
+/**
+ * Behind a trusted proxy, the base URL the client used: scheme and host from Forwarded or
+ * X-Forwarded-Proto/-Host (see forwarded.ts), the Host header for what they leave out.
+ * Undefined when the proxy says nothing usable.
+ */
+function proxiedBase(req: IncomingMessage): string | undefined {
+  const origin = proxiedOrigin(req);
+  if (origin === undefined) return undefined;
+  const host = origin.host ?? req.headers.host;
+  if (host === undefined || !SANE_HOST.test(host)) return undefined;
+  return `${origin.proto ?? 'http'}://${host}/v1`;
 }

@@ -1,5 +1,6 @@
 // The one exit: every response of the service is written here.
 import { boundUnreadBody } from './drain.js';
+import { loggedAddress } from './client-address.js';
 import type { Exchange, Instance } from './exchange.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -18,10 +19,29 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
   x.res.writeHead(status, headers);
   x.res.end(body);
   if (!app.accessLog) return;
+  logRequest(app, x, status);
+}
+
+/**
+ * The access log line, in pino-http's field names: req.remoteAddress, req.remotePort,
+ * req.headers["user-agent"] (the one header logged: the others may carry a key), and for an
+ * Error body err.type, err.code and err.message (pino's error serializer), so a 4xx says why.
+ */
+function logRequest(app: Instance, x: Exchange, status: number): void {
+  const req = x.req;
+  const error = x.error;
+  const userAgent = req.headers['user-agent'];
   app.deps.logger.log('info', 'request completed', {
     reqId: x.reqId,
-    req: { method: x.req.method, url: x.req.url },
+    req: {
+      method: req.method,
+      url: req.url,
+      remoteAddress: loggedAddress(req, app.deps.config()),
+      remotePort: req.socket.remotePort,
+      headers: userAgent === undefined ? undefined : { 'user-agent': userAgent },
+    },
     res: { statusCode: status },
+    err: error === undefined ? undefined : { type: 'ApiError', code: error.code, message: error.message },
     responseTime: Math.round((app.deps.clock.monotonic() - x.started) * 100) / 100,
     key: x.keyName,
   });

@@ -1,6 +1,8 @@
 // What an embedder gives startPetstore and gets back: the library's options and handle.
+import type { PetstoreConfig } from '../config/index.js';
 import type { Clock, LogLevel, Logger, NewPet, Pet } from '../core/index.js';
 
+/** An embedder's logger as one function, called once per line, every level (filter by `level` as you need). */
 export type LogFunction = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => void;
 
 export interface StartOptions {
@@ -9,7 +11,7 @@ export interface StartOptions {
   /** Address to bind. Default: the config's host (127.0.0.1). */
   host?: string;
   /** A config object (the file's format) or the path of a config file. Default: no keys. */
-  config?: string | Record<string, unknown>;
+  config?: string | PetstoreConfig;
   /** The data file; omitted: an in-memory store that writes nothing. */
   dataFile?: string;
   /** A postgres:// URL: pets live in PostgreSQL (the `postgres` package must be installed). Not with dataFile. */
@@ -31,7 +33,9 @@ export interface StartOptions {
 export interface PetstoreHandle {
   /** Base URL, e.g. "http://127.0.0.1:54321/v1". */
   readonly url: string;
+  /** The port it listens on (the real one when started with port 0). */
   readonly port: number;
+  /** The address it listens on, e.g. "127.0.0.1" or "::1". */
   readonly host: string;
   /** Stop accepting, finish in-flight requests (bounded), make every write durable. */
   close(): Promise<void>;
@@ -40,8 +44,8 @@ export interface PetstoreHandle {
   /** Add pets; resolves with them as stored. */
   seed(pets: ReadonlyArray<NewPet & { id?: number }>): Promise<Pet[]>;
   /** Swap in a new config (object or file path; default: the one started with, re-read). */
-  reload(config?: string | Record<string, unknown>): Promise<void>;
+  reload(config?: string | PetstoreConfig): Promise<void>;
 }
 
-/** A start failure with one clear sentence for the operator (bad config, data file, port). */
-export class StartError extends Error {}
+export { StartError } from '../core/index.js';
+export type { StartErrorKind } from '../core/index.js';

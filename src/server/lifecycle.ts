@@ -32,10 +32,10 @@ export function listen(server: Server, port: number, host: string): Promise<void
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
       const where = `${host}:${port}`;
-      if (err.code === 'EADDRINUSE') reject(new StartError(`port ${port} on ${host} is already in use`));
-      else if (err.code === 'EACCES') reject(new StartError(`no permission to listen on ${where}`));
-      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND') reject(new StartError(`cannot listen on ${where}: no such local address`));
-      else reject(new StartError(`cannot listen on ${where}: ${err.message}`));
+      if (err.code === 'EADDRINUSE') reject(new StartError('listen', `port ${port} on ${host} is already in use`));
+      else if (err.code === 'EACCES') reject(new StartError('listen', `no permission to listen on ${where}`));
+      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND') reject(new StartError('listen', `cannot listen on ${where}: no such local address`));
+      else reject(new StartError('listen', `cannot listen on ${where}: ${err.message}`));
     };
     server.once('error', onError);
     server.listen(port, host, () => {

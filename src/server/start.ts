@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { ROUTES, openApiRoute } from '../api/index.js';
 import { loadConfigFile, parseConfig, type Config } from '../config/index.js';
-import { functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
+import { asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
 import { answerClientError, createApp, refuseConnect } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
@@ -15,7 +15,7 @@ import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js
 
 const SAVE_LIMITS_EVERY_MS = 30_000;
 
-async function resolveConfig(source: string | Record<string, unknown> | undefined): Promise<Config> {
+async function resolveConfig(source: StartOptions['config']): Promise<Config> {
   if (typeof source === 'string') return loadConfigFile(source);
   return parseConfig(source ?? {}, 'config object', process.cwd());
 }
@@ -42,7 +42,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   const logger = resolveLogger(options.logger, config);
   const dataFile = options.dataFile;
 
-  if (options.store !== undefined && dataFile !== undefined) throw new StartError('store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
+  if (options.store !== undefined && dataFile !== undefined) throw new StartError('config', 'store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
   const store: PetStore = options.store !== undefined
     ? await openPostgresStore(options.store, { logger })
     : dataFile === undefined
@@ -53,9 +53,12 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   let server: Server | undefined;
   let stopping = false;
   try {
-    if (options.seed?.length) await store.seed(options.seed);
+    if (options.seed?.length) await store.seed(options.seed).catch((err: unknown) => { throw asStartError('seed', err); });
     // Keys' day buckets and bans outlive a restart beside the data file; addresses' do not.
-    if (dataFile !== undefined) await keyLimiter.persist(`${dataFile}.limits.json`, { intervalMs: SAVE_LIMITS_EVERY_MS, logger });
+    if (dataFile !== undefined) {
+      await keyLimiter.persist(`${dataFile}.limits.json`, { intervalMs: SAVE_LIMITS_EVERY_MS, logger })
+        .catch((err: unknown) => { throw asStartError('limits', err); });
+    }
     const app = createApp({
       store, clock, logger, keyLimiter, addressLimiter, routes: [...ROUTES, openApiRoute(ROUTES, __PETSTORE_VERSION__)],
       config: () => config,
@@ -100,7 +103,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   }
 
   const address = server.address();
-  if (address === null || typeof address === 'string') throw new StartError('the server has no TCP address');
+  if (address === null || typeof address === 'string') throw new StartError('listen', 'the server has no TCP address');
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const listening = server;
   let closing: Promise<void> | undefined;
@@ -110,7 +113,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   let reloads: Promise<void> = Promise.resolve();
 
   /** Reads and checks everything first; then swaps in one step that cannot throw. */
-  const reload = async (source: string | Record<string, unknown> | undefined): Promise<void> => {
+  const reload = async (source: StartOptions['config']): Promise<void> => {
     const next = await resolveConfig(source ?? options.config);
     checkConfiguration(next.ban);
     checkConfiguration(next.ban, next.anonymousTableSize);

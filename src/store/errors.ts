@@ -1,13 +1,14 @@
 // The three ways the store reports trouble. The HTTP layer maps them to status codes:
 // StoreUnavailableError -> 503, StoreInputError -> 400; StoreOpenError stops the start.
+import { StartError } from '../core/index.js';
 
 /** The store refused to open: corrupt or unreadable data, or another live process holds it. */
-export class StoreOpenError extends Error {
-  override readonly name = 'StoreOpenError';
+export class StoreOpenError extends StartError {
+  override name = 'StoreOpenError';
   /** The data file, as it was given to openFileStore. */
   readonly file: string;
   constructor(file: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super('data', message, options);
     this.file = file;
   }
 }

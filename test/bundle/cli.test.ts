@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { KEYS, call, followPages, post, runBundle, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
 
@@ -185,4 +185,70 @@ test('a second process on the same data file refuses to start', async () => {
   assert.equal(second.code, 1);
   assert.ok(second.stderr.includes(data), second.stderr);
   assert.equal(await first.stop(), 0);
+});
+
+test('a data file under a directory that cannot be made is one message and exit 1, at once', { timeout: 30_000 }, async () => {
+  const dir = tempDir();
+  writeFileSync(join(dir, 'plain-file'), '');
+  const cases = [join(dir, 'plain-file', 'sub', 'pets.json')];
+  // /proc takes no new directories: node's recursive mkdir used to spin there for ever.
+  if (existsSync('/proc/self')) cases.push('/proc/nope/x.json');
+  for (const data of cases) {
+    const r = await runBundle(['--config', writeConfig(dir), '--data', data, '--port', '0']);
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.stderr.trim().split('\n').length, 1, `one line: ${r.stderr}`);
+    assert.ok(r.stderr.includes(data), `names the data file: ${r.stderr}`);
+    assert.equal(r.stdout, '', 'nothing listening');
+  }
+});
+
+test('the built-in config keeps pets in memory, says so in one line, and writes nothing', async () => {
+  const dir = tempDir();
+  const srv = await startBundle([], { cwd: dir });
+  assert.equal((await post(`${srv.url}/pets`, 'free-demo-key', { name: 'Rex', categoryId: 1 })).status, 201);
+  assert.equal(await srv.stop(), 0);
+  const { readdirSync } = await import('node:fs');
+  assert.deepEqual(readdirSync(dir), [], 'no data/ in the caller\'s directory');
+  const lines = srv.stderr().split('\n').filter((l) => l !== '' && !/SIGTERM/.test(l));
+  assert.equal(lines.length, 1, srv.stderr());
+  assert.match(lines[0] as string, /built-in demo config.*in memory/);
+  assert.doesNotMatch(srv.stdout(), /"level":40/, 'said once, on stderr');
+});
+
+test('a config without dataFile warns at start that pets will not survive a restart; --memory and dataFile do not', async () => {
+  const dir = tempDir();
+  const warning = /"level":40.*will not survive a restart/;
+  let srv = await startBundle(['--config', writeConfig(dir)], { cwd: dir });
+  await new Promise((r) => setTimeout(r, 50)); // the held log lines follow the ready line
+  assert.match(srv.stdout(), warning);
+  assert.match(srv.stdout().split('\n')[0] as string, /^petstore listening on /, 'the ready line stays first');
+  assert.equal(await srv.stop(), 0);
+  for (const args of [['--memory'], ['--data', join(dir, 'pets.json')]]) {
+    srv = await startBundle(['--config', writeConfig(dir), ...args], { cwd: dir });
+    await new Promise((r) => setTimeout(r, 50));
+    assert.doesNotMatch(srv.stdout(), warning, args.join(' '));
+    assert.equal(await srv.stop(), 0);
+  }
+  const help = await runBundle(['--help']);
+  assert.match(help.stdout, /--data FILE[^\n]*\n[^\n]*in memory/, 'the help says what happens without a data file');
+  assert.doesNotMatch(help.stdout, /data\/pets\.json/, 'and names no default file that is not used');
+});
+
+test('SIGTERM sent the moment the ready line is read stops the service cleanly (exit 0), every time', async () => {
+  const dir = tempDir();
+  const config = writeConfig(dir);
+  const { spawn } = await import('node:child_process');
+  const { BUNDLE } = await import('../helpers.js');
+  for (let i = 0; i < 12; i++) {
+    const exit = await new Promise<{ code: number | null; signal: string | null }>((resolve) => {
+      const proc = spawn(process.execPath, [BUNDLE, '--port', '0', '--config', config, '--memory'], { cwd: dir, stdio: ['ignore', 'pipe', 'ignore'] });
+      let out = '';
+      proc.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('listening on')) proc.kill('SIGTERM');
+      });
+      proc.on('exit', (code, signal) => resolve({ code, signal }));
+    });
+    assert.deepEqual(exit, { code: 0, signal: null }, `run ${i + 1}: the signal found its handler`);
+  }
 });

@@ -65,7 +65,7 @@ describe('access log', () => {
     const dir = tempDir();
     const srv = await startBundle(['--memory', '--config', writeConfig(dir), '--log-level', 'info'], { cwd: dir });
     try {
-      const mine = await call(`${srv.url}/pets?limit=3`, { key: KEYS.free, headers: { 'x-request-id': 'trace-abc.123' } });
+      const mine = await call(`${srv.url}/pets?limit=3`, { key: KEYS.free, headers: { 'x-request-id': 'trace-abc.123', 'user-agent': 'petstore-test/1.0' } });
       assert.equal(mine.headers.get('x-request-id'), 'trace-abc.123', 'a sane client id is echoed');
       const created = await post(`${srv.url}/pets`, KEYS.pro, { name: 'Logged', categoryId: 1 });
       assert.equal(created.status, 201);
@@ -92,8 +92,14 @@ describe('access log', () => {
       const first = byId('trace-abc.123');
       assert.ok(first, 'the client request id is in the log line');
       assert.equal(first.level, 30);
-      assert.deepEqual(first.req, { method: 'GET', url: '/v1/pets?limit=3' });
+      const req = first.req as Record<string, unknown>;
+      assert.deepEqual({ method: req.method, url: req.url }, { method: 'GET', url: '/v1/pets?limit=3' });
+      // pino-http's names: the client address and port, and the user agent as its header.
+      assert.match(String(req.remoteAddress), /^(::ffff:)?127\.0\.0\.1$/);
+      assert.equal(typeof req.remotePort, 'number');
+      assert.deepEqual(req.headers, { 'user-agent': 'petstore-test/1.0' }, 'the user agent, and no other header');
       assert.deepEqual(first.res, { statusCode: 200 });
+      assert.equal(Object.hasOwn(first, 'err'), false, 'no err on a success');
       assert.equal(typeof first.responseTime, 'number');
       assert.equal(first.key, 'free-test', 'the key NAME');
 
@@ -102,9 +108,31 @@ describe('access log', () => {
       const deniedLine = byId(denied.headers.get('x-request-id'));
       assert.deepEqual(deniedLine?.res, { statusCode: 401 });
       assert.equal(Object.hasOwn(deniedLine ?? {}, 'key'), false, 'no key field when no key was accepted');
+      assert.deepEqual(deniedLine?.err, { type: 'ApiError', code: 'unauthorized', message: 'The API key is not valid.' }, 'a 4xx line says why');
+      const bad = await call(`${srv.url}/pets?limit=0`, { key: KEYS.free, headers: { 'x-request-id': 'bad-limit' } });
+      assert.equal(bad.status, 400);
+      await until('the 400 line', () => logLines(srv).some((l) => l.reqId === 'bad-limit'));
+      const badLine = logLines(srv).find((l) => l.reqId === 'bad-limit') as { err: { code: string; message: string } };
+      assert.equal(badLine.err.code, 'invalid_request');
+      assert.match(badLine.err.message, /limit/);
 
       const out = srv.stdout() + srv.stderr();
       for (const secret of [KEYS.free, KEYS.pro, wrongKey]) assert.ok(!out.includes(secret), 'no key ever appears in the output');
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  test('with trustProxy the access line shows the forwarded client address', async () => {
+    const dir = tempDir();
+    const srv = await startBundle(['--memory', '--config', writeConfig(dir, testConfig({ trustProxy: true })), '--log-level', 'info'], { cwd: dir });
+    try {
+      await call(`${srv.url}/pets`, { key: KEYS.free, headers: { 'x-request-id': 'proxied', 'x-forwarded-for': '198.51.100.7, 203.0.113.9' } });
+      await call(`${srv.url}/pets`, { key: KEYS.free, headers: { 'x-request-id': 'not-an-ip', 'x-forwarded-for': 'evil.example' } });
+      await until('two lines', () => logLines(srv).filter((l) => l.msg === 'request completed').length >= 2);
+      const address = (id: string): unknown => (logLines(srv).find((l) => l.reqId === id)?.req as Record<string, unknown>).remoteAddress;
+      assert.equal(address('proxied'), '203.0.113.9', 'the hop our proxy appended');
+      assert.match(String(address('not-an-ip')), /127\.0\.0\.1$/, 'not an address: the socket\'s peer');
     } finally {
       await srv.stop();
     }

@@ -177,3 +177,30 @@ test('day buckets and bans survive a restart', async () => {
     await srv.stop();
   }
 });
+
+test('GET /openapi.json with a valid key is charged to the key; without one, or with a wrong one, to the address', async () => {
+  const dir = tempDir();
+  const srv = await startBundle(['--memory', '--config', writeConfig(dir, testConfig({ anonymous: { perMinute: 2, perDay: 100 } }))], { cwd: dir });
+  try {
+    const doc = `${srv.url}/openapi.json`;
+    for (let i = 1; i <= 5; i++) {
+      const res = await call(doc, { key: KEYS.free });
+      assert.equal(res.status, 200, `keyed fetch ${i}`);
+      assert.equal(res.headers.get('x-ratelimit-limit'), '60', 'the free plan\'s budget');
+      assert.equal(res.headers.get('x-ratelimit-remaining'), String(60 - i));
+    }
+    // The per-address budget (2 a minute) was not touched by the keyed fetches.
+    const first = await call(doc);
+    assert.equal(first.status, 200);
+    assert.equal(first.headers.get('x-ratelimit-limit'), '2');
+    assert.equal(first.headers.get('x-ratelimit-remaining'), '1');
+    const wrong = await call(doc, { key: 'not-a-key' });
+    assert.equal(wrong.status, 200, 'a wrong key is no key here: served, no 401');
+    assert.equal(wrong.headers.get('x-ratelimit-remaining'), '0');
+    assert.equal((await call(doc)).status, 429);
+    assert.equal((await call(doc, { key: 'not-a-key' })).status, 429);
+    assert.equal((await call(doc, { key: KEYS.free })).status, 200, 'the key still has its own budget');
+  } finally {
+    await srv.stop();
+  }
+});

@@ -1,0 +1,96 @@
+// The config as a user writes it (petstore.config.json, or the object given to
+// startPetstore): every field optional, each documented, so editors complete and check it.
+// parse.ts validates it at run time (a file is not type-checked); test/config/file-format
+// checks that every field typed here is one the parser accepts.
+
+/** Requests per minute and per day, each an integer from 1 to 10^12. */
+export interface PlanLimits {
+  /** Capacity of the minute bucket, refilled continuously at perMinute/60 a second. */
+  perMinute: number;
+  /** Capacity of the day bucket, refilled continuously at perDay/86400 a second. */
+  perDay: number;
+}
+
+interface KeyFields {
+  /**
+   * A plan named in `plans` (default: `free`, `pro`, `business`), or `enterprise`, the custom
+   * plan whose limits come from the key's own `limits`.
+   */
+  plan: string;
+  /** A name for logs (the key itself never appears in one). Default: `key #N`. */
+  name?: string;
+  /** This key's own limits, overriding its plan's; required with plan `enterprise`. */
+  limits?: PlanLimits;
+}
+
+/** An API key given in clear: token68 characters (RFC 6750), at most once in a config. */
+export interface ClearKeyConfig extends KeyFields {
+  /** The bearer key itself. */
+  key: string;
+  sha256?: never;
+}
+
+/** An API key given as its digest, so that a config file need not hold the secret. */
+export interface DigestKeyConfig extends KeyFields {
+  /** Hex SHA-256 of the key (`printf %s "$KEY" | sha256sum`), 64 characters. */
+  sha256: string;
+  key?: never;
+}
+
+/** An API key: in clear (`key`) or by its digest (`sha256`), exactly one of the two. */
+export type KeyConfig = ClearKeyConfig | DigestKeyConfig;
+
+/** The config file's format (README, Config file). Unknown fields are refused at start. */
+export interface PetstoreConfig {
+  /** A JSON schema reference for editors; ignored by the service. */
+  $schema?: string;
+  /** Address to bind. Default `127.0.0.1`. */
+  host?: string;
+  /** Port to listen on, 0 to 65535 (0 picks a free one). Default `8080`. */
+  port?: number;
+  /**
+   * The data file, relative to the config file's directory. Default: none, pets are kept in
+   * memory. Ignored by startPetstore, which takes its own `dataFile` option.
+   */
+  dataFile?: string | null;
+  /**
+   * A `postgres://` URL: pets live in PostgreSQL (not together with `dataFile`). Ignored by
+   * startPetstore, which takes its own `store` option. See README, "Running more than one process".
+   */
+  store?: string;
+  /** Base URLs (absolute http(s), ASCII, ending in `/v1`) used in links with `env`. Default: the example.com URLs. */
+  environments?: { production?: string; staging?: string };
+  /** Plan name -> limits. Default: free 60/1,000, pro 300/10,000, business 1,000/100,000. */
+  plans?: Record<string, PlanLimits>;
+  /** The API keys. Default: none (every request under /v1 but the OpenAPI document is a 401). */
+  keys?: KeyConfig[];
+  /** Temporary ban after repeated 429s. Default `{ after: 20, seconds: 300 }`. */
+  ban?: {
+    /** Further 429s a key (or address) may receive before it is banned. */
+    after: number;
+    /** Length of a ban, 0 (no bans) to 31,536,000 (a year). */
+    seconds: number;
+  };
+  /** Budget per client address for requests without a valid key. Default `{ perMinute: 30, perDay: 500 }`. */
+  anonymous?: PlanLimits;
+  /** Client addresses remembered for that budget, least recent evicted. Default `100000`. */
+  anonymousTableSize?: number;
+  /** Largest accepted request body in bytes. Default `65536`. */
+  maxBodyBytes?: number;
+  /** Creates that may wait for the data file's write in flight; past it 503 at once. Default `10000`. */
+  maxQueuedWrites?: number;
+  /**
+   * Behind a reverse proxy: take the client address from the last `X-Forwarded-For` hop, and
+   * the links' scheme and host from the last `Forwarded` element or `X-Forwarded-Proto`/`-Host`.
+   * Default `false`.
+   */
+  trustProxy?: boolean;
+  /** Origins allowed to call from a browser (`"*"` for any). Default: none, no CORS header. */
+  cors?: { origins: string[] };
+  /** Least level logged. Default `info`. */
+  logLevel?: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** Concurrent connections; past it new ones are closed at once. Default `10000`. */
+  maxConnections?: number;
+  /** Bytes of unfinished request bodies held at once, at least maxBodyBytes. Default `33554432` (32 MiB). */
+  maxPendingBodyBytes?: number;
+}
