@@ -42,9 +42,10 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   const logger = resolveLogger(options.logger, config);
   const dataFile = options.dataFile;
 
+  const idempotencyRetentionMs = config.idempotencyRetentionHours * 3_600_000;
   const store: PetStore = dataFile === undefined
-    ? openMemoryStore()
-    : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs, maxQueuedWrites: config.maxQueuedWrites });
+    ? openMemoryStore({ clock, idempotencyRetentionMs })
+    : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs, maxQueuedWrites: config.maxQueuedWrites, clock, idempotencyRetentionMs });
   const keyLimiter = new MemoryLimiter({ clock, ban: config.ban });
   const addressLimiter = new MemoryLimiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
   let server: Server | undefined;
