@@ -71,7 +71,9 @@ export class KeyTable {
       this.#prefixes.set(scope, prefix);
       this.#scopes.push(scope);
     }
-    return `${prefix}\n${key}`;
+    // join makes one flat string; `+` or a template would make a cons string holding the
+    // header's own string as well: 32 bytes more per key held.
+    return [prefix, key].join('\n');
   }
 
   /** The pet id of a live key, or undefined (an expired entry is dropped on the way). */
