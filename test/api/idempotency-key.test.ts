@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseIdempotencyKey } from '../../src/api/idempotency-key.js';
 import { ApiError } from '../../src/core/index.js';
+import type { PetStore } from '../../src/store/index.js';
 
 const long = 'k'.repeat(255);
 
@@ -69,4 +70,26 @@ test('the bare and the quoted form are the same key', () => {
     if (c.value.startsWith('"') || c.key.includes('"') || c.key.includes('\\')) continue;
     assert.equal(parseIdempotencyKey(`"${c.value}"`), parseIdempotencyKey(c.value), c.name);
   }
+});
+
+test('a store without createIdempotent answers a keyed create with 501 and stores nothing', async () => {
+  const { createOnce } = await import('../../src/api/idempotency-key.js');
+  const { openMemoryStore } = await import('../../src/store/index.js');
+  const memory = openMemoryStore();
+  // A backend that implements only the base contract (as a new one may, until it has keys).
+  const bare: PetStore = {
+    get: (id) => memory.get(id),
+    list: (q) => memory.list(q),
+    create: (pet) => memory.create(pet),
+    seed: (pets) => memory.seed(pets),
+    reset: () => memory.reset(),
+    close: () => memory.close(),
+  };
+  const answer = await createOnce(bare, { name: 'Rex', categoryId: 1 }, 'k', 'a'.repeat(64), 'http://h/v1');
+  assert.ok(answer instanceof ApiError);
+  assert.equal(answer.code, 'not_implemented');
+  assert.match(answer.message, /Idempotency-Key/);
+  assert.equal(memory.count, 0);
+  const keyed = await createOnce(memory, { name: 'Rex', categoryId: 1 }, 'k', 'a'.repeat(64), 'http://h/v1');
+  assert.deepEqual(keyed, { status: 201, body: '{"id":1,"name":"Rex","categoryId":1}', headers: { location: 'http://h/v1/pets/1' } });
 });
