@@ -48,13 +48,17 @@ export interface HandlerContext {
   readonly pages: { readonly cache: PageCache; readonly version: PageVersion } | undefined;
   /** Reads the request's JSON body: HTTP's work, handed to the handlers by the app. */
   readonly bodies: BodyReader;
+  /** The digest of the API key that sent the request (undefined on routes that need none). */
+  readonly scope: string | undefined;
 }
 
 export interface Parameter {
   readonly name: string;
-  readonly in: 'query' | 'path';
+  readonly in: 'query' | 'path' | 'header';
   readonly required: boolean;
   readonly schema: Schema;
+  /** For the OpenAPI document, when the schema's own description does not say enough. */
+  readonly description?: string;
 }
 
 export interface RouteSpec {

@@ -132,6 +132,7 @@ function operation(route: RouteSpec, head = false): Json {
     parameters: route.parameters.map((p) => {
       const example = exampleOf(p.schema);
       const param: { [key: string]: Json } = { name: p.name, in: p.in, required: p.required, schema: toJsonSchema(p.schema) };
+      if (p.description !== undefined) param.description = p.description;
       if (example !== undefined) param.example = example;
       return param;
     }),

@@ -3,6 +3,9 @@
 import { ApiError } from '../core/index.js';
 import type { StoredPet } from '../store/index.js';
 import type { Reply, RouteSpec } from './contract.js';
+import {
+  IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_DESCRIPTION, createOnce, idempotencyKeySchema, requestIdempotencyKey,
+} from './idempotency-key.js';
 import type { CachedPage, PageCache } from './page-cache.js';
 import {
   cursorSchema, limitSchema, newPetSchema, parseListQuery, parseNewPet, parsePetId, petIdSchema, petSchema,
@@ -97,18 +100,27 @@ const createPet: RouteSpec = {
   summary: 'Add an animal. Answered only once it is on disk.',
   tags: ['Pets'],
   auth: 'key',
-  parameters: [],
+  parameters: [
+    { name: IDEMPOTENCY_HEADER, in: 'header', required: false, schema: idempotencyKeySchema, description: IDEMPOTENCY_KEY_DESCRIPTION },
+  ],
   requestBody: newPetSchema,
   responses: {
-    201: { description: 'The created animal, with its assigned id.', schema: petSchema },
-    400: { description: 'The body is missing required fields or has invalid values.', schema: 'Error' },
+    201: { description: 'The created animal, with its assigned id; with an Idempotency-Key already used with the same payload, the animal created then.', schema: petSchema },
+    400: { description: 'The body is missing required fields or has invalid values, or the Idempotency-Key is not valid.', schema: 'Error' },
+    409: { description: 'A request with the same Idempotency-Key is still being processed; nothing was added.', schema: 'Error' },
     413: { description: 'The body is larger than the configured maximum.', schema: 'Error' },
     415: { description: 'The body is not application/json.', schema: 'Error' },
+    422: { description: 'The Idempotency-Key was already used with another payload; nothing was added.', schema: 'Error' },
     501: { description: 'The body has a transfer coding other than chunked (gzip, ...); nothing was added.', schema: 'Error' },
     503: { description: 'The store cannot write right now, its write queue is full, the database cannot be reached, or too many bodies are arriving at once; retry after Retry-After seconds. Nothing was added, except that a create whose database answer timed out may have been committed.', schema: 'Error' },
   },
-  async handler({ req, res, store, maxBodyBytes, base, bodies, config }) {
+  async handler({ req, res, store, maxBodyBytes, base, bodies, config, scope }) {
+    const header = req.headers['idempotency-key'];
+    // Checked before the body is read: a bad key is refused without waiting for the upload.
+    const key = header === undefined ? undefined : requestIdempotencyKey(req, header as string);
+    if (key instanceof ApiError) return key;
     const pet = parseNewPet(await bodies.readJson(req, res, maxBodyBytes, config.maxPendingBodyBytes));
+    if (key !== undefined) return createOnce(store, pet, key, scope as string, base);
     const stored = await store.create(pet);
     return { status: 201, body: stored.json, headers: { location: `${base}/pets/${stored.pet.id}` } };
   },

@@ -36,4 +36,6 @@ export interface Config {
   readonly maxConnections: number;
   /** Bytes of unfinished request bodies held in memory at once, all requests together. */
   readonly maxPendingBodyBytes: number;
+  /** How long a create's Idempotency-Key is remembered, in hours (applied at start). */
+  readonly idempotencyRetentionHours: number;
 }

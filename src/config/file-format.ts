@@ -93,4 +93,6 @@ export interface PetstoreConfig {
   maxConnections?: number;
   /** Bytes of unfinished request bodies held at once, at least maxBodyBytes. Default `33554432` (32 MiB). */
   maxPendingBodyBytes?: number;
+  /** Hours an `Idempotency-Key` is remembered after its create, 1 to 8760. Default `24`; applied at restart. */
+  idempotencyRetentionHours?: number;
 }

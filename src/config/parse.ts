@@ -1,7 +1,10 @@
 // Validating a config: keys, plans and server settings. Every problem is listed at once with
 // the source named, then the result is frozen. Keys are held only as SHA-256 digests.
 import { resolve } from 'node:path';
-import { DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_LIMIT, type Limits } from '../core/index.js';
+import {
+  DEFAULT_IDEMPOTENCY_RETENTION_HOURS, DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_IDEMPOTENCY_RETENTION_HOURS, MAX_LIMIT,
+  type Limits,
+} from '../core/index.js';
 import type { Config, KeyEntry } from './contract.js';
 import { DEFAULT_PLANS } from './defaults.js';
 import { keyDigest } from './digest.js';
@@ -10,7 +13,7 @@ import { ConfigError } from './errors.js';
 const TOP_LEVEL = new Set([
   '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
   'anonymousTableSize', 'maxBodyBytes', 'trustProxy', 'cors', 'logLevel',
-  'maxConnections', 'maxPendingBodyBytes', 'maxQueuedWrites',
+  'maxConnections', 'maxPendingBodyBytes', 'maxQueuedWrites', 'idempotencyRetentionHours',
   'store',
 ]);
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
@@ -93,6 +96,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     else r.problem('trustProxy must be true or false');
   }
   const cors = readCors(r, raw.cors);
+  const idempotencyRetentionHours = readRetention(r, raw.idempotencyRetentionHours);
   const connections = readConnectionBounds(r, raw);
   let logLevel: Config['logLevel'] = 'info';
   if (raw.logLevel !== undefined) {
@@ -107,6 +111,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     host, port, dataFile, store, environments, plans, keys, ban, anonymous, anonymousTableSize, maxBodyBytes, trustProxy, cors, logLevel,
     ...connections,
     maxQueuedWrites: maxQueuedWrites ?? DEFAULT_MAX_QUEUED_WRITES,
+    idempotencyRetentionHours,
   });
 }
 
@@ -119,6 +124,14 @@ function readStore(r: Reader, v: unknown, dataFile: string | undefined): string 
   }
   if (dataFile !== undefined) r.problem('store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
   return v;
+}
+
+/** Hours an Idempotency-Key is remembered: a whole number from 1 to a year. */
+function readRetention(r: Reader, v: unknown): number {
+  if (v === undefined) return DEFAULT_IDEMPOTENCY_RETENTION_HOURS;
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_IDEMPOTENCY_RETENTION_HOURS) return v;
+  r.problem(`idempotencyRetentionHours must be an integer from 1 to ${MAX_IDEMPOTENCY_RETENTION_HOURS}, got ${JSON.stringify(v) ?? 'nothing'}`);
+  return DEFAULT_IDEMPOTENCY_RETENTION_HOURS;
 }
 
 function readEnvironments(r: Reader, v: unknown): Config['environments'] {

@@ -13,3 +13,7 @@ export const MAX_LIMIT = 1_000_000_000_000;
 export const MAX_BAN_SECONDS = 31_536_000;
 /** Creates that may wait for the data file's batch in flight, unless the config says otherwise. */
 export const DEFAULT_MAX_QUEUED_WRITES = 10_000;
+/** How long an Idempotency-Key is remembered, unless the config says otherwise (the draft's 24 hours). */
+export const DEFAULT_IDEMPOTENCY_RETENTION_HOURS = 24;
+/** Longest retention a config may give: a year. */
+export const MAX_IDEMPOTENCY_RETENTION_HOURS = 8760;

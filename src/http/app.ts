@@ -174,6 +174,7 @@ function admitted(
       config,
       pages: app.pages,
       bodies: app.bodies,
+      scope: auth?.kind === 'key' ? auth.entry.digest : undefined,
     };
     const reply = match.handler.handler(ctx);
     if (reply instanceof Promise) return reply.then((r) => (r instanceof ApiError ? fail(app, x, r) : sendReply(app, x, r)));

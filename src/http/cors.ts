@@ -20,6 +20,6 @@ export function allowCors(x: Exchange, config: Config): boolean {
 /** The headers of a preflight's 204 for a path allowing `allow`. */
 export function addPreflightHeaders(x: Exchange, allow: string): void {
   x.headers['access-control-allow-methods'] = allow;
-  x.headers['access-control-allow-headers'] = 'Authorization, Content-Type, X-Request-Id';
+  x.headers['access-control-allow-headers'] = 'Authorization, Content-Type, Idempotency-Key, X-Request-Id';
   x.headers['access-control-max-age'] = '600';
 }

@@ -16,6 +16,7 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.store !== next.store) fields.push('store');
   if (old.maxQueuedWrites !== next.maxQueuedWrites) fields.push('maxQueuedWrites');
   if (old.logLevel !== next.logLevel) fields.push('logLevel');
+  if (old.idempotencyRetentionHours !== next.idempotencyRetentionHours) fields.push('idempotencyRetentionHours');
   return fields;
 }
 

@@ -43,11 +43,12 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   const dataFile = options.dataFile;
 
   if (options.store !== undefined && dataFile !== undefined) throw new StartError('config', 'store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
+  const idempotencyRetentionMs = config.idempotencyRetentionHours * 3_600_000;
   const store: PetStore = options.store !== undefined
     ? await openPostgresStore(options.store, { logger })
     : dataFile === undefined
-      ? openMemoryStore()
-      : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs, maxQueuedWrites: config.maxQueuedWrites });
+      ? openMemoryStore({ clock, idempotencyRetentionMs })
+      : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs, maxQueuedWrites: config.maxQueuedWrites, clock, idempotencyRetentionMs });
   const keyLimiter = new MemoryLimiter({ clock, ban: config.ban });
   const addressLimiter = new MemoryLimiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
   let server: Server | undefined;

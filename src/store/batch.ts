@@ -5,6 +5,7 @@ import { StoreInputError, StoreUnavailableError } from './errors.js';
 import { makePet, petJson, RESET_RECORD, MAX_NEXT_ID } from './codec.js';
 import type { PetIndex } from './pet-index.js';
 import type { SeedPet, StoredPet } from './contract.js';
+import { keyedLine, type KeyRecord, type KeyTable } from './idempotency.js';
 import type { NewPet } from '../core/index.js';
 
 interface Settle<T> {
@@ -12,8 +13,14 @@ interface Settle<T> {
   reject(err: Error): void;
 }
 
+/** The key a create carries: its slot in the KeyTable, and what its journal line records. */
+export interface CreateKey {
+  readonly slot: string;
+  readonly record: KeyRecord;
+}
+
 export type Op =
-  | ({ kind: 'create'; input: NewPet } & Settle<StoredPet>)
+  | ({ kind: 'create'; input: NewPet; key?: CreateKey } & Settle<StoredPet>)
   | ({ kind: 'seed'; input: ReadonlyArray<SeedPet> } & Settle<StoredPet[]>)
   | ({ kind: 'reset' } & Settle<void>);
 
@@ -60,10 +67,11 @@ export function planBatch(ops: Op[], nextId: number, withText: boolean): Batch {
   const steps: Step[] = [];
   const lines: string[] = [];
   let next = nextId;
-  const stored = (id: number, input: NewPet): StoredPet => {
+  const stored = (id: number, input: NewPet, key?: CreateKey): StoredPet => {
     const pet = makePet(id, input.name, input.categoryId, input.status);
     const json = petJson(pet);
-    if (withText) lines.push(json);
+    // The key goes in the pet's own line: one write makes both durable, or neither.
+    if (withText) lines.push(key === undefined ? json : keyedLine(json, key.record));
     return { pet, json };
   };
   for (const op of ops) {
@@ -76,7 +84,7 @@ export function planBatch(ops: Op[], nextId: number, withText: boolean): Batch {
         op.reject(exhausted());
         continue;
       }
-      steps.push({ op, pets: [stored(next++, op.input)] });
+      steps.push({ op, pets: [stored(next++, op.input, op.key)] });
     } else {
       const ids = seedIds(op.input, next);
       if (ids instanceof Error) {
@@ -110,17 +118,26 @@ function seedIds(input: ReadonlyArray<SeedPet>, next: number): number[] | Error 
   return ids;
 }
 
-/** Makes a planned batch visible and settles its operations, in queue order. */
-export function applyBatch(batch: Batch, index: PetIndex): void {
+/**
+ * Makes a planned batch visible and settles its operations, in queue order. A create's key
+ * enters the table with its pet, before the create resolves: a repeat from then on is a replay.
+ */
+export function applyBatch(batch: Batch, index: PetIndex, keys: KeyTable): void {
   for (const { op, pets } of batch.steps) {
     if (op.kind === 'reset') {
       index.clear();
+      keys.clear();
       op.resolve();
       continue;
     }
     for (const { pet } of pets) index.add(pet);
-    if (op.kind === 'create') op.resolve(pets[0] as StoredPet);
-    else op.resolve(pets);
+    if (op.kind === 'create') {
+      const stored = pets[0] as StoredPet;
+      if (op.key !== undefined) keys.add(op.key.slot, stored.pet.id, op.key.record.at, op.key.record.at);
+      op.resolve(stored);
+    } else {
+      op.resolve(pets);
+    }
   }
 }
 

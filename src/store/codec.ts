@@ -1,6 +1,7 @@
 // How pets look on disk: one canonical JSON text per pet, shared by the journal, the snapshot
 // and the HTTP layer, plus the checks applied when reading either file back.
 import { PET_STATUSES, type Pet, type PetStatus } from '../core/index.js';
+import { checkKeyRecord, KeyedPet, type KeyRecord } from './idempotency.js';
 
 export const SNAPSHOT_FORMAT = 'petstore-snapshot';
 export const SNAPSHOT_VERSION = 1;
@@ -43,6 +44,20 @@ export function checkPet(value: unknown): Pet | string {
   for (const key in rec) if (Object.hasOwn(rec, key)) keys++;
   if (keys !== (status === undefined ? 3 : 4)) return `(id ${id}) has unexpected fields`;
   return rec as unknown as Pet;
+}
+
+/**
+ * A pet line of the journal or the snapshot: a pet, or (since idempotency keys) a pet with
+ * an `"idem"` member, its key. Lines without one, as every earlier version wrote, are read
+ * as before, without a copy; a keyed line's pet is the object without that member.
+ */
+export function checkStoredPet(value: unknown): Pet | KeyedPet | string {
+  if (typeof value !== 'object' || value === null || !Object.hasOwn(value, 'idem')) return checkPet(value);
+  const { idem, ...fields } = value as Record<string, unknown>;
+  const pet = checkPet(fields);
+  if (typeof pet === 'string') return pet;
+  const record = checkKeyRecord(idem, pet);
+  return typeof record === 'string' ? `(id ${pet.id}) has an "idem" that ${record}` : new KeyedPet(pet, record);
 }
 
 /** What a snapshot file holds once checked. */
@@ -110,7 +125,7 @@ export function parseHead(line: string): number | undefined {
 }
 
 /** One parsed journal line. */
-export type JournalRecord = { kind: 'pet'; pet: Pet } | { kind: 'reset' };
+export type JournalRecord = { kind: 'pet'; pet: Pet; idem: KeyRecord | undefined } | { kind: 'reset' };
 
 /** Reads one journal line (already parsed as JSON); returns the record or what is wrong. */
 export function checkJournalRecord(value: unknown): JournalRecord | string {
@@ -119,6 +134,7 @@ export function checkJournalRecord(value: unknown): JournalRecord | string {
       ? { kind: 'reset' }
       : 'is an unknown operation';
   }
-  const pet = checkPet(value);
-  return typeof pet === 'string' ? `is not a valid pet: it ${pet}` : { kind: 'pet', pet };
+  const pet = checkStoredPet(value);
+  if (typeof pet === 'string') return `is not a valid pet: it ${pet}`;
+  return pet instanceof KeyedPet ? { kind: 'pet', pet: pet.pet, idem: pet.idem } : { kind: 'pet', pet, idem: undefined };
 }

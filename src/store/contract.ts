@@ -17,6 +17,33 @@ export interface ListQuery {
   afterId?: number;
 }
 
+/**
+ * An Idempotency-Key sent with a create (draft-ietf-httpapi-idempotency-key-header). A store
+ * keeps it with the pet in the same durable write (a journal line, a transaction), for its
+ * retention, so that no crash keeps one without the other.
+ */
+export interface IdempotencyKey {
+  /** Whose key: the hex SHA-256 digest of the API key that sent it (two customers may use one value). */
+  readonly scope: string;
+  /** The key as the client sent it, unquoted: 1..255 printable ASCII characters. */
+  readonly key: string;
+  /** Of the validated NewPet (newPetFingerprint): equal fingerprints are the same payload. */
+  readonly fingerprint: string;
+}
+
+/**
+ * What a create with an Idempotency-Key came to:
+ * - created: the key was new (or expired); the pet was made durable with the key.
+ * - replayed: the key is live with the same fingerprint: the pet created then, unchanged.
+ * - mismatch: the key is live with another fingerprint; nothing was done (422).
+ * - in_flight: a create with the key is still being written; nothing was done (409).
+ */
+export type CreateOutcome =
+  | { readonly kind: 'created'; readonly stored: StoredPet }
+  | { readonly kind: 'replayed'; readonly stored: StoredPet }
+  | { readonly kind: 'mismatch' }
+  | { readonly kind: 'in_flight' };
+
 /** A pet to preload: explicit ids must exceed every existing id, ascending. */
 export type SeedPet = NewPet & { id?: number };
 
@@ -26,6 +53,13 @@ export interface PetStore {
   list(q: ListQuery): StoredPet[] | Promise<StoredPet[]>;
   /** Assigns the next id; resolves once the pet is durable, and only then is it visible. */
   create(input: NewPet): Promise<StoredPet>;
+  /**
+   * create(), at most once per live key: the key is stored with the pet in the same durable
+   * write, and kept for the store's retention (24 hours unless configured). Only a durable
+   * create is remembered: a failed one (rejected, as create) leaves the key free. A store
+   * without it answers requests that carry the header with 501 (see routes.ts).
+   */
+  createIdempotent?(input: NewPet, idempotency: IdempotencyKey): Promise<CreateOutcome>;
   /** Bulk preload in one durable write; explicit ids must exceed every existing id, ascending. */
   seed(pets: ReadonlyArray<SeedPet>): Promise<StoredPet[]>;
   /** Empties the store; ids restart at 1. */
@@ -57,6 +91,9 @@ export interface PageVersion {
 /** A store that holds every pet in this process: synchronous reads, and a page version. */
 export interface LocalPetStore extends PetStore, PageVersion {
   get(id: number): StoredPet | undefined;
+  createIdempotent(input: NewPet, idempotency: IdempotencyKey): Promise<CreateOutcome>;
+  /** Idempotency keys held in memory (live, or expired and not yet swept). */
+  readonly idempotencyKeys: number;
   /** O(limit + log n). */
   list(q: ListQuery): StoredPet[];
 }

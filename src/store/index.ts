@@ -1,8 +1,12 @@
 // The store's face: the contract, its errors, the two in-process implementations and PostgreSQL.
-export type { ListQuery, LocalPetStore, PageVersion, PetStore, SeedPet, StoredPet } from './contract.js';
+export type {
+  CreateOutcome, IdempotencyKey, ListQuery, LocalPetStore, PageVersion, PetStore, SeedPet, StoredPet,
+} from './contract.js';
+export { newPetFingerprint } from './idempotency.js';
 export { hasPageVersion } from './contract.js';
 export { StoreBusyError, StoreInputError, StoreOpenError, StoreUnavailableError, StoreUnreachableError } from './errors.js';
 export { openMemoryStore } from './memory.js';
+export type { MemoryStoreOptions } from './memory.js';
 export { openFileStore } from './file/index.js';
 export type { DiskOp, FileStoreOptions } from './file/index.js';
 export { DEFAULT_LOCK_STALE_MS, MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from './file/index.js';

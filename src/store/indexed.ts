@@ -2,16 +2,30 @@
 // write wrapped as an operation handed to the store's own `run` (apply now, or queue for disk).
 import { checkSeedInput, submit } from './batch.js';
 import type { Op } from './batch.js';
-import type { ListQuery, LocalPetStore, SeedPet, StoredPet } from './contract.js';
+import type { CreateOutcome, IdempotencyKey, ListQuery, LocalPetStore, SeedPet, StoredPet } from './contract.js';
+import { keyRecord, newPetFingerprint, type KeyTable } from './idempotency.js';
 import type { PetIndex } from './pet-index.js';
-import { readPage, readPet } from './reads.js';
-import type { NewPet } from '../core/index.js';
+import { readPage, readPet, storedPet } from './reads.js';
+import type { Clock, NewPet } from '../core/index.js';
+
+const MISMATCH: CreateOutcome = { kind: 'mismatch' };
+const IN_FLIGHT: CreateOutcome = { kind: 'in_flight' };
 
 export abstract class IndexedStore implements LocalPetStore {
   protected readonly index: PetIndex;
+  /** Live idempotency keys, written and cleared with the pets they made. */
+  protected readonly keys: KeyTable;
+  /** Wall time stamps each key; a key is live for keys.retentionMs from then. */
+  protected readonly clock: Clock;
 
-  constructor(index: PetIndex) {
+  constructor(index: PetIndex, keys: KeyTable, clock: Clock) {
     this.index = index;
+    this.keys = keys;
+    this.clock = clock;
+  }
+
+  get idempotencyKeys(): number {
+    return this.keys.size;
   }
 
   get count(): number {
@@ -32,6 +46,38 @@ export abstract class IndexedStore implements LocalPetStore {
 
   create(input: NewPet): Promise<StoredPet> {
     return submit((op) => this.run(op), (s) => ({ kind: 'create', input, ...s }));
+  }
+
+  /**
+   * A live key answers at once, without a write: the pet it made (same fingerprint) or a
+   * mismatch. A key whose create is still queued or being written is in flight. Otherwise
+   * the create goes the usual way with its key, which enters the table when the pet becomes
+   * visible; a create that fails leaves the key free, so its retry is processed anew.
+   */
+  createIdempotent(input: NewPet, idem: IdempotencyKey): Promise<CreateOutcome> {
+    const keys = this.keys;
+    const now = this.clock.now();
+    const slot = keys.slot(idem.scope, idem.key);
+    const id = keys.liveId(slot, now);
+    const made = id === undefined ? undefined : this.index.get(id);
+    if (made !== undefined) {
+      // The pet holds the validated NewPet it was made from: its fingerprint is the payload's.
+      const same = newPetFingerprint(made) === idem.fingerprint;
+      return Promise.resolve(same ? { kind: 'replayed', stored: storedPet(made) } : MISMATCH);
+    }
+    if (keys.isPending(slot)) return Promise.resolve(IN_FLIGHT);
+    keys.setPending(slot, true);
+    const key = { slot, record: keyRecord(idem, now) };
+    return submit<StoredPet>((op) => this.run(op), (s) => ({ kind: 'create', input, key, ...s })).then(
+      (stored): CreateOutcome => {
+        keys.setPending(slot, false);
+        return { kind: 'created', stored };
+      },
+      (err: unknown) => {
+        keys.setPending(slot, false);
+        throw err;
+      },
+    );
   }
 
   seed(pets: ReadonlyArray<SeedPet>): Promise<StoredPet[]> {

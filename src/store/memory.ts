@@ -4,15 +4,28 @@ import { applyBatch, planBatch } from './batch.js';
 import type { Op } from './batch.js';
 import type { LocalPetStore } from './contract.js';
 import { StoreUnavailableError } from './errors.js';
+import { KeyTable } from './idempotency.js';
 import { IndexedStore } from './indexed.js';
 import { PetIndex } from './pet-index.js';
+import { DEFAULT_IDEMPOTENCY_RETENTION_HOURS, systemClock, type Clock } from '../core/index.js';
+
+export interface MemoryStoreOptions {
+  /** Wall time for idempotency keys; default the system clock. */
+  clock?: Clock;
+  /** How long an idempotency key is remembered, in ms; default 24 hours. */
+  idempotencyRetentionMs?: number;
+}
 
 /** A store that keeps everything in memory and writes nothing to disk. */
 class MemoryStore extends IndexedStore {
   #closed = false;
 
-  constructor() {
-    super(new PetIndex());
+  constructor(opts: MemoryStoreOptions) {
+    super(
+      new PetIndex(),
+      new KeyTable(opts.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_HOURS * 3_600_000),
+      opts.clock ?? systemClock,
+    );
   }
 
   close(): Promise<void> {
@@ -25,10 +38,10 @@ class MemoryStore extends IndexedStore {
       op.reject(new StoreUnavailableError('the store is closed'));
       return;
     }
-    applyBatch(planBatch([op], this.index.nextId, false), this.index);
+    applyBatch(planBatch([op], this.index.nextId, false), this.index, this.keys);
   }
 }
 
-export function openMemoryStore(): LocalPetStore {
-  return new MemoryStore();
+export function openMemoryStore(opts: MemoryStoreOptions = {}): LocalPetStore {
+  return new MemoryStore(opts);
 }

@@ -270,16 +270,24 @@ describe('every operation', () => {
     assert.ok(headerNames(obj(r['200'], '200')).includes('Link'));
   });
 
-  test('createPet: required NewPet body; 201 Pet with Location; 400, 401, 413, 415, 429, 501, 503', () => {
+  test('createPet: required NewPet body, optional Idempotency-Key header; 201 Pet with Location; 400, 401, 409, 413, 415, 422, 429, 501, 503', () => {
     const op = operation('/pets', 'post');
     assert.equal(op.operationId, 'createPet');
     const body = obj(op.requestBody, 'requestBody');
     assert.equal(body.required, true);
     assert.deepEqual(obj(obj(body.content, 'content')['application/json'], 'json').schema, { $ref: '#/components/schemas/NewPet' });
     const r = responses(op, 'createPet');
-    assert.deepEqual(Object.keys(r).sort(), ['201', '400', '401', '413', '415', '429', '501', '503']);
+    assert.deepEqual(Object.keys(r).sort(), ['201', '400', '401', '409', '413', '415', '422', '429', '501', '503']);
     assert.deepEqual(obj(obj(r['201']?.content, 'content')['application/json'], 'json').schema, { $ref: '#/components/schemas/Pet' });
     assert.ok(headerNames(obj(r['201'], '201')).includes('Location'));
+    const key = param(op, 'Idempotency-Key');
+    assert.deepEqual({ in: key.in, required: key.required, type: obj(key.schema, 's').type }, { in: 'header', required: false, type: 'string' });
+    // The draft asks servers to publish their expiry policy: the description does.
+    assert.match(String(key.description), /Expiry policy: a key is remembered for 24 hours/);
+    const examples = (status: string): string[] =>
+      Object.keys(obj(obj(obj(r[status]?.content, 'content')['application/json'], 'json').examples, 'examples'));
+    assert.deepEqual(examples('409'), ['idempotency_key_in_use']);
+    assert.deepEqual(examples('422'), ['idempotency_key_reused']);
   });
 
   test('getPet: deprecated with its sunset date; petId path parameter; 200, 400, 401, 404, 429, 503', () => {

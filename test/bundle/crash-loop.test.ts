@@ -2,7 +2,9 @@
 // creates and lists ended by SIGKILL at a random moment. After every restart every
 // acknowledged pet is there with its fields, ids are unique and ascending, every pet is one
 // that was sent (nothing else appeared), pets once listed are still there, and the limiter
-// state file loads (the restart succeeds). Reproduce a failure with CRASH_SEED=<seed>.
+// state file loads (the restart succeeds). Half the creates carry an Idempotency-Key: those
+// the kill cut are retried after the restart and stored exactly once (the pet stored before
+// the kill, when it was). Reproduce a failure with CRASH_SEED=<seed>.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -11,7 +13,7 @@ import { runCrashLoop } from '../reliability/crash.js';
 import { Agent } from 'node:http';
 import { createPet, listAll, makeRng, seedFrom, sleep } from '../reliability/lib.js';
 
-test('crash loop: 20 rounds of SIGKILL under concurrent creates and lists lose nothing and invent nothing', async (t) => {
+test('crash loop: 20 rounds of SIGKILL under concurrent creates and lists lose nothing, invent nothing, and store keyed retries once', async (t) => {
   const seed = seedFrom('CRASH_SEED');
   t.diagnostic(`crash seed ${seed} (rerun with CRASH_SEED=${seed})`);
   const dir = tempDir();
@@ -35,6 +37,8 @@ test('crash loop: 20 rounds of SIGKILL under concurrent creates and lists lose n
   assert.ok(stats.acknowledged > 100, `acknowledged: ${stats.acknowledged}`);
   assert.ok(stats.listsChecked > 20, `lists: ${stats.listsChecked}`);
   assert.ok(stats.limiterStateLoads >= 19, `the limiter state file was there to load: ${stats.limiterStateLoads}`);
+  assert.ok(stats.keyedRetried >= 16, `keyed creates cut by a kill and retried: ${stats.keyedRetried}`);
+  assert.ok(stats.keyedRepeated > 10, `answered keyed creates repeated: ${stats.keyedRepeated}`);
 });
 
 test('a second process on a data file in use refuses to start, and the first is undisturbed', async () => {

@@ -120,3 +120,14 @@ test('members given twice are found, with their paths', async () => {
   assert.deepEqual(repeatedMembers('{"keys":[{"key":"x","plan":"free","plan":"pro"},{"key":"y"}],"s":"\\"keys\\""}'), ['keys[0].plan']);
   assert.deepEqual(repeatedMembers('{"a":[1,{"b":1}],"b":1}'), []);
 });
+
+test('idempotencyRetentionHours: 24 by default; a whole number of hours from 1 to a year, else refused', () => {
+  assert.equal(parseConfig({}, 'x', '/srv').idempotencyRetentionHours, 24);
+  assert.equal(parseConfig({ idempotencyRetentionHours: 1 }, 'x', '/srv').idempotencyRetentionHours, 1);
+  assert.equal(parseConfig({ idempotencyRetentionHours: 8760 }, 'x', '/srv').idempotencyRetentionHours, 8760);
+  for (const bad of [0, -1, 1.5, 8761, '24', null, true]) {
+    assert.deepEqual(problems({ idempotencyRetentionHours: bad }), [
+      `idempotencyRetentionHours must be an integer from 1 to 8760, got ${JSON.stringify(bad)}`,
+    ], String(bad));
+  }
+});

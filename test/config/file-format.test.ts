@@ -26,6 +26,7 @@ test('a config with every typed field set is accepted', () => {
     logLevel: 'silent',
     maxConnections: 9,
     maxPendingBodyBytes: 2048,
+    idempotencyRetentionHours: 48,
   };
   // store and dataFile answer one question (where pets live): one at a time.
   const { store, ...withFile } = all;

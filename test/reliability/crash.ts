@@ -21,6 +21,13 @@ export interface CrashLoopOptions {
   /** Every Nth round ends with SIGTERM instead of SIGKILL (round 0 always does), so the
    * limiter state file exists and is loaded by the next start. */
   readonly gracefulEvery: number;
+  /**
+   * Share of creates sent with an Idempotency-Key (default 0.5). A keyed create cut by the
+   * kill is retried with the same key and payload after the restart, as a client with
+   * backoff would, and must then be stored exactly once; a few answered ones are repeated
+   * at once (an answer lost on the way) and must get the same 201.
+   */
+  readonly keyedShare?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -34,6 +41,12 @@ export interface CrashLoopStats {
   listsChecked: number;
   petsAtEnd: number;
   limiterStateLoads: number;
+  /** Keyed creates cut by a kill and retried after the restart. */
+  keyedRetried: number;
+  /** Of those, the ones that had been made durable before the kill (the retry replayed them). */
+  keyedReplayedAfterKill: number;
+  /** Answered keyed creates repeated at once (their replay checked). */
+  keyedRepeated: number;
 }
 
 type Sent = { readonly categoryId: number; readonly status: string | undefined };
@@ -76,6 +89,39 @@ export async function runCrashLoop(opts: CrashLoopOptions): Promise<CrashLoopSta
   };
   const stats: CrashLoopStats = {
     rounds: 0, kills: 0, attempted: 0, acknowledged: 0, unacknowledgedButKept: 0, listsChecked: 0, petsAtEnd: 0, limiterStateLoads: 0,
+    keyedRetried: 0, keyedReplayedAfterKill: 0, keyedRepeated: 0,
+  };
+  const keyedShare = opts.keyedShare ?? 0.5;
+  /** Keyed creates whose answer the kill cut: retried after the restart. */
+  let unanswered: Array<{ name: string; pet: Record<string, unknown>; key: string }> = [];
+  const createKeyed = (srv: Running, pet: Record<string, unknown>, idem: string, agent?: Agent) => httpRequest(`${srv.url}/pets`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idem },
+    body: JSON.stringify(pet),
+    agent,
+  });
+
+  /**
+   * After a restart, each keyed create the kill cut is sent again with its key: a 201 either
+   * way, the pet stored before the kill when it was (listed at the restart), else a new one.
+   * Exactly once: the next verify finds every name once.
+   */
+  const retryUnanswered = async (srv: Running, listed: ReadonlyMap<string, number>): Promise<void> => {
+    for (const { name, pet, key: idem } of unanswered) {
+      const res = await createKeyed(srv, pet, idem);
+      if (res.status !== 201) fail(`retry of ${name} with its key: ${res.status} ${res.text}`);
+      const got = JSON.parse(res.text) as PetRecord;
+      checkPet(got, `retried 201 of ${name}`);
+      if (got.name !== name) fail(`retry of ${name} answered ${res.text}`);
+      const before = listed.get(name);
+      if (before !== undefined) {
+        if (got.id !== before) fail(`retry of ${name}: id ${got.id}, but it was stored before the kill as ${before} (stored twice)`);
+        stats.keyedReplayedAfterKill++;
+      }
+      remember(acked, got.id, name);
+      stats.keyedRetried++;
+    }
+    unanswered = [];
   };
 
   /** One pet as served: it was sent, with these fields, and its id never named another pet. */
@@ -134,8 +180,11 @@ export async function runCrashLoop(opts: CrashLoopOptions): Promise<CrashLoopSta
     checkLimiterState();
     const srv = await startBundle(['--config', opts.config, '--data', data], { cwd: opts.dir });
     try {
-      await verify(srv, round);
+      const pets = await verify(srv, round);
+      await retryUnanswered(srv, new Map(pets.map((p) => [p.name, p.id])));
       if (round === opts.rounds) {
+        // The retries of the last round are checked here, as a restart checks the others.
+        await verify(srv, round);
         // The last start only checks, then shows that ids go on above every one ever seen.
         const maxSeen = maxId;
         const name = `final-${rng.int(1e9)}`;
@@ -171,17 +220,32 @@ export async function runCrashLoop(opts: CrashLoopOptions): Promise<CrashLoopSta
         const name = `r${round}-c${w}-${i}`;
         const pet = { name, categoryId: randomCategory(rng), status: rng.pick(STATUSES) };
         sent.set(name, { categoryId: pet.categoryId, status: pet.status });
+        const idem = rng.chance(keyedShare) ? `key-${name}` : undefined;
         let res;
         try {
-          res = await createPet(srv.url, key, pet, agent);
+          res = idem === undefined ? await createPet(srv.url, key, pet, agent) : await createKeyed(srv, pet, idem, agent);
         } catch {
-          return; // the kill cut the connection: this create was never acknowledged
+          // The kill cut the connection: this create was never acknowledged. A client with a
+          // key retries it after the restart; without one it cannot know whether to.
+          if (idem !== undefined) unanswered.push({ name, pet, key: idem });
+          return;
         }
         if (res.status !== 201) fail(`create ${name}: ${res.status} ${res.text}`);
         const got = JSON.parse(res.text) as PetRecord;
         if (got.name !== name) fail(`create ${name} answered ${res.text}`);
         checkPet(got, `201 of ${name}`);
         remember(acked, got.id, name);
+        if (idem !== undefined && rng.chance(0.2)) {
+          // The answer "lost on the way": the same request again gets the same 201.
+          let again;
+          try {
+            again = await createKeyed(srv, pet, idem, agent);
+          } catch {
+            return; // cut by the kill: the pet is acknowledged already
+          }
+          if (again.status !== 201 || again.text !== res.text) fail(`repeat of ${name}: ${again.status} ${again.text}, first ${res.text}`);
+          stats.keyedRepeated++;
+        }
       }
     };
     const lister = async (): Promise<void> => {

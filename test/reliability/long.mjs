@@ -113,6 +113,7 @@ if (only.includes('crash')) {
     judge('crash loop: SIGKILL under concurrent creates and lists', `${stats.rounds} rounds`, stats.kills >= 80 && stats.acknowledged > 0,
       `${stats.kills} kills, ${stats.acknowledged} acknowledged of ${stats.attempted} sent, ${stats.listsChecked} lists checked, ` +
       `${stats.unacknowledgedButKept} unacknowledged-but-durable kept, none lost, none invented; ${stats.limiterStateLoads} limiter state loads; ` +
+      `${stats.keyedRetried} keyed creates retried after a kill, each stored once (${stats.keyedReplayedAfterKill} replayed); ` +
       `${((performance.now() - t0) / 1000).toFixed(0)} s`);
   });
 }

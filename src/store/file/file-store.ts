@@ -22,11 +22,12 @@ import type { Op } from '../batch.js';
 import { fsyncDir, makeDir, unlinkIfPresent } from './disk.js';
 import type { DiskOp, IoHook, StorePaths } from './disk.js';
 import { StoreBusyError, StoreUnavailableError } from '../errors.js';
+import type { KeyCursor, KeyTable } from '../idempotency.js';
 import type { IndexView, PetIndex } from '../pet-index.js';
 import { JournalWriter } from './journal.js';
 import type { DataLock } from './lock.js';
 import { writeSnapshot } from './snapshot.js';
-import { DEFAULT_MAX_QUEUED_WRITES, describeError, errorCode, type Logger } from '../../core/index.js';
+import { DEFAULT_MAX_QUEUED_WRITES, describeError, errorCode, type Clock, type Logger } from '../../core/index.js';
 
 export interface FileStoreOptions {
   logger: Logger;
@@ -44,6 +45,13 @@ export interface FileStoreOptions {
    * bound. Default DEFAULT_MAX_QUEUED_WRITES.
    */
   maxQueuedWrites?: number;
+  /** Wall time for idempotency keys; default the system clock. */
+  clock?: Clock;
+  /**
+   * How long an idempotency key is remembered, in ms (default 24 hours). A compaction keeps
+   * the keys younger than this with their pets, and drops the others.
+   */
+  idempotencyRetentionMs?: number;
 }
 
 const DEFAULT_COMPACT_MIN_BYTES = 1024 * 1024;
@@ -80,11 +88,13 @@ export class FileStore extends IndexedStore {
     paths: StorePaths,
     opts: FileStoreOptions,
     index: PetIndex,
+    keys: KeyTable,
+    clock: Clock,
     journal: JournalWriter,
     sizes: { snapshotBytes: number; oldJournalBytes: number | undefined },
     lock: DataLock,
   ) {
-    super(index);
+    super(index, keys, clock);
     this.#lock = lock;
     this.#paths = paths;
     this.#logger = opts.logger;
@@ -172,7 +182,7 @@ export class FileStore extends IndexedStore {
     const batch = planBatch(ops, this.index.nextId, true);
     if (batch.text === '') {
       // Nothing to write: an empty seed, or every op was rejected while planning.
-      applyBatch(batch, this.index);
+      applyBatch(batch, this.index, this.keys);
       return;
     }
     const journal = this.#journal;
@@ -194,7 +204,7 @@ export class FileStore extends IndexedStore {
       await this.#cutBack(journal);
       return;
     }
-    applyBatch(batch, this.index);
+    applyBatch(batch, this.index, this.keys);
     if (batch.steps.some((step) => step.op.kind === 'reset')) this.#resetSinceSnapshot = true;
     this.#onFlush?.(batch.steps.length);
   }
@@ -241,7 +251,8 @@ export class FileStore extends IndexedStore {
     this.#lock.reassert();
     // The snapshot covers everything acknowledged, so only after its rename may the old
     // journals go: a crash in between replays them over it and skips what it already holds.
-    this.#snapshotBytes = await writeSnapshot(this.#paths, this.index.view(), this.#beforeIo, this.#logger, this.#stillOurs);
+    const [view, keys] = this.#view();
+    this.#snapshotBytes = await writeSnapshot(this.#paths, view, keys, this.#beforeIo, this.#logger, this.#stillOurs);
     await unlinkIfPresent(this.#paths.oldJournal);
     this.#oldJournalBytes = undefined;
     // A journal still open here lost its name (its directory was removed): close it, or its
@@ -266,12 +277,12 @@ export class FileStore extends IndexedStore {
       total > Math.max(this.#snapshotBytes, this.#compactMinBytes) ||
       (this.#resetSinceSnapshot && this.#snapshotBytes + total > this.#compactMinBytes);
     if (!due || total < this.#compactRetryAt) return;
-    const view = this.index.view();
+    const [view, keys] = this.#view();
     // With a `.old` left by a failed compaction, skip the rotation: the new snapshot covers
     // `.old` too, and the active journal may overlap the snapshot (replay skips overlaps).
     if (this.#oldJournalBytes === undefined && !(await this.#rotate(journal, total))) return;
     this.#resetSinceSnapshot = false;
-    this.#compaction = this.#compact(view, total).finally(() => {
+    this.#compaction = this.#compact(view, keys, total).finally(() => {
       this.#compaction = null;
       // Writes during the compaction (a reset, a large seed) may have made another one due.
       if (this.#closing === null) this.#wake();
@@ -306,9 +317,9 @@ export class FileStore extends IndexedStore {
   }
 
   /** Writes the snapshot of `view` (runs beside new batches), then drops `.old`. */
-  async #compact(view: IndexView, total: number): Promise<void> {
+  async #compact(view: IndexView, keys: KeyCursor, total: number): Promise<void> {
     try {
-      this.#snapshotBytes = await writeSnapshot(this.#paths, view, this.#beforeIo, this.#logger, this.#stillOurs);
+      this.#snapshotBytes = await writeSnapshot(this.#paths, view, keys, this.#beforeIo, this.#logger, this.#stillOurs);
       await unlinkIfPresent(this.#paths.oldJournal);
       this.#oldJournalBytes = undefined;
       this.#compactRetryAt = 0;
@@ -316,6 +327,16 @@ export class FileStore extends IndexedStore {
     } catch (err) {
       this.#compactionFailed(err, total);
     }
+  }
+
+  /**
+   * The pets as they are now, and their keys younger than the retention (older ones are
+   * swept from memory here too, and left out of the snapshot).
+   */
+  #view(): [IndexView, KeyCursor] {
+    const now = this.clock.now();
+    this.keys.sweep(now);
+    return [this.index.view(), this.keys.cursor(now)];
   }
 
   #compactionFailed(err: unknown, total: number): void {

@@ -7,6 +7,7 @@ import { checkJournalRecord, petJson } from '../codec.js';
 import { writeAll } from './disk.js';
 import type { IoHook, StorePaths } from './disk.js';
 import { StoreOpenError } from '../errors.js';
+import type { KeyTable } from '../idempotency.js';
 import type { PetIndex } from '../pet-index.js';
 import { forEachLine, LineTooLongError } from './lines.js';
 import type { LinesRead } from './lines.js';
@@ -31,6 +32,13 @@ export interface ReplayResult {
 
 /** What replay carries from one journal file to the next (`.old`, then the active one). */
 export class ReplayCheck {
+  /**
+   * Where the keys of pet records go (`keys`), judged live or expired at `now`. A record
+   * below nextId adds no key: the snapshot that holds its pet holds its key too, unless a
+   * compaction dropped it as expired.
+   */
+  constructor(readonly keys: KeyTable, readonly now: number) {}
+
   /** Id of the last pet record since the start or the last reset: the next must be above it. */
   previousId = 0;
   /**
@@ -73,6 +81,7 @@ export function replayJournal(
     if (typeof record === 'string') throw damaged(line, `the record ${record}`);
     if (record.kind === 'reset') {
       index.clear();
+      check.keys.clear();
       check.previousId = 0;
       check.mismatch = undefined;
       return;
@@ -80,8 +89,10 @@ export function replayJournal(
     const pet = record.pet;
     if (pet.id <= check.previousId) throw damaged(line, `pet id ${pet.id} is not above the record before it (${check.previousId})`);
     check.previousId = pet.id;
-    if (pet.id >= index.nextId) index.add(pet);
-    else if (check.mismatch === undefined && !samePet(index.get(pet.id), pet)) {
+    if (pet.id >= index.nextId) {
+      index.add(pet);
+      if (record.idem !== undefined) check.keys.load(record.idem, pet.id, check.now);
+    } else if (check.mismatch === undefined && !samePet(index.get(pet.id), pet)) {
       check.mismatch = damaged(line, `pet id ${pet.id} is below the next id (${index.nextId}) but is not the pet stored with that id`);
     }
   };

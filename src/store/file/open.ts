@@ -6,13 +6,14 @@ import type { StorePaths } from './disk.js';
 import { StoreOpenError } from '../errors.js';
 import { FileStore } from './file-store.js';
 import type { FileStoreOptions } from './file-store.js';
+import { KeyTable } from '../idempotency.js';
 import { PetIndex } from '../pet-index.js';
 import { JournalWriter, ReplayCheck, replayJournal } from './journal.js';
 import { acquireLock, LockHeldError } from './lock.js';
 import type { DataLock } from './lock.js';
 import { readSnapshot } from './snapshot.js';
 import type { LocalPetStore } from '../contract.js';
-import { describeError } from '../../core/index.js';
+import { DEFAULT_IDEMPOTENCY_RETENTION_HOURS, describeError, systemClock } from '../../core/index.js';
 
 function storePaths(file: string): StorePaths {
   const snapshot = resolve(file);
@@ -58,7 +59,11 @@ async function loadStore(paths: StorePaths, opts: FileStoreOptions, lock: DataLo
   const snapshot = readSnapshot(paths);
   const index = new PetIndex();
   index.load(snapshot.pets, snapshot.nextId);
-  const check = new ReplayCheck();
+  const clock = opts.clock ?? systemClock;
+  const keys = new KeyTable(opts.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_HOURS * 3_600_000);
+  const now = clock.now();
+  for (const { id, record } of snapshot.keys) keys.load(record, id, now);
+  const check = new ReplayCheck(keys, now);
   const old = replayJournal(paths.oldJournal, paths, index, false, opts.logger, check);
   const active = replayJournal(paths.journal, paths, index, true, opts.logger, check);
   if (check.mismatch !== undefined) throw check.mismatch;
@@ -75,10 +80,11 @@ async function loadStore(paths: StorePaths, opts: FileStoreOptions, lock: DataLo
     file: paths.given,
     pets: index.count,
     nextId: index.nextId,
+    idempotencyKeys: keys.size,
     // A compaction was cut short (by a crash, or a disk error) and is finished later.
     rotatedJournal: old.existed,
   });
-  return new FileStore(paths, opts, index, journal, {
+  return new FileStore(paths, opts, index, keys, clock, journal, {
     snapshotBytes: snapshot.bytes,
     oldJournalBytes: old.existed ? old.totalBytes : undefined,
   }, lock);

@@ -2,11 +2,12 @@
 // temporary file, fsynced, renamed over the data file, directory fsynced), so the data file
 // is never half-written.
 import { open, rename } from 'node:fs/promises';
-import { checkNextId, checkPet, checkSnapshot, parseHead, petJson, snapshotHead, SNAPSHOT_END, SNAPSHOT_TAIL } from '../codec.js';
+import { checkNextId, checkSnapshot, checkStoredPet, parseHead, petJson, snapshotHead, SNAPSHOT_END, SNAPSHOT_TAIL } from '../codec.js';
 import type { SnapshotContent } from '../codec.js';
 import { fsyncDir, unlinkIfPresent, writeAll } from './disk.js';
 import type { IoHook, StorePaths } from './disk.js';
 import { StoreOpenError } from '../errors.js';
+import { KeyedPet, type KeyCursor, type KeyRecord } from '../idempotency.js';
 import type { IndexView } from '../pet-index.js';
 import { forEachLine, LineTooLongError } from './lines.js';
 import type { LineReadOptions, LinesRead } from './lines.js';
@@ -18,7 +19,15 @@ import { describeError, errorCode, readJsonFileSync, type Logger, type Pet } fro
  */
 const PETS_PER_CHUNK = 8192;
 
+/** A pet of the snapshot that carries an idempotency key. */
+export interface SnapshotKey {
+  readonly id: number;
+  readonly record: KeyRecord;
+}
+
 export interface LoadedSnapshot extends SnapshotContent {
+  /** The keys its lines carry, in ascending pet id (none in the whole-document layout). */
+  keys: SnapshotKey[];
   /** Size of the file in bytes (0 when there is none). */
   bytes: number;
   /** Length of the longest string decoded while reading (see store-lines.ts). */
@@ -40,7 +49,7 @@ export function readSnapshot(paths: StorePaths, opts: LineReadOptions = {}): Loa
   try {
     read = forEachLine(paths.snapshot, (text, line) => reader.line(text, line), opts);
   } catch (err) {
-    if (errorCode(err) === 'ENOENT') return { nextId: 1, pets: [], bytes: 0, largestString: 0 };
+    if (errorCode(err) === 'ENOENT') return { nextId: 1, pets: [], keys: [], bytes: 0, largestString: 0 };
     if (err instanceof LineTooLongError) throw damagedSnapshot(paths, err.line, err.message);
     if (err instanceof SnapshotDamage) throw damagedSnapshot(paths, err.line, err.message);
     throw new StoreOpenError(paths.given, `Cannot read data file ${paths.given}: ${describeError(err)}.`, { cause: err });
@@ -53,7 +62,7 @@ export function readSnapshot(paths: StorePaths, opts: LineReadOptions = {}): Loa
     throw err;
   }
   if (content === undefined) return readWholeSnapshot(paths);
-  return { ...content, bytes: read.bytes, largestString: read.largestString };
+  return { ...content, keys: reader.keys, bytes: read.bytes, largestString: read.largestString };
 }
 
 function damagedSnapshot(paths: StorePaths, line: number, what: string): StoreOpenError {
@@ -80,6 +89,7 @@ class SnapshotLines {
   #nextId = 0;
   #lastId = 0;
   readonly #pets: Pet[] = [];
+  readonly keys: SnapshotKey[] = [];
   /** 'head': first line not seen; 'pet': a pet (or the end of an empty list) comes next. */
   #expect: 'head' | 'pet' | 'pet-or-end' | 'end' | 'nothing' = 'head';
 
@@ -134,8 +144,15 @@ class SnapshotLines {
     } catch (err) {
       throw new SnapshotDamage(line, `not JSON: ${describeError(err)}`);
     }
-    const pet = checkPet(value);
-    if (typeof pet === 'string') throw new SnapshotDamage(line, `the pet ${pet}`);
+    const checked = checkStoredPet(value);
+    if (typeof checked === 'string') throw new SnapshotDamage(line, `the pet ${checked}`);
+    let pet: Pet;
+    if (checked instanceof KeyedPet) {
+      pet = checked.pet;
+      this.keys.push({ id: pet.id, record: checked.idem });
+    } else {
+      pet = checked;
+    }
     if (pet.id <= this.#lastId) throw new SnapshotDamage(line, `pet id ${pet.id} is not above the one before it (${this.#lastId})`);
     if (pet.id >= this.#nextId) throw new SnapshotDamage(line, `pet id ${pet.id} is not below "nextId" (${this.#nextId})`);
     this.#lastId = pet.id;
@@ -164,7 +181,7 @@ function readWholeSnapshot(paths: StorePaths): LoadedSnapshot {
       `Data file ${paths.given} is not a petstore snapshot: it ${content}; refusing to start so that it is not overwritten.`,
     );
   }
-  return { ...content, bytes: Buffer.byteLength(text), largestString: text.length };
+  return { ...content, keys: [], bytes: Buffer.byteLength(text), largestString: text.length };
 }
 
 /**
@@ -174,7 +191,7 @@ function readWholeSnapshot(paths: StorePaths): LoadedSnapshot {
  * taken over while the snapshot was written): then the snapshot is discarded, not renamed.
  */
 export async function writeSnapshot(
-  paths: StorePaths, view: IndexView, beforeIo: IoHook, logger: Logger, stillOurs: () => void,
+  paths: StorePaths, view: IndexView, keys: KeyCursor, beforeIo: IoHook, logger: Logger, stillOurs: () => void,
 ): Promise<number> {
   const handle = await open(paths.tmp, 'w');
   let bytes = 0;
@@ -187,7 +204,7 @@ export async function writeSnapshot(
     };
     await emit(snapshotHead(view.nextId));
     for (let start = 0; start < view.count; start += PETS_PER_CHUNK) {
-      await emit(chunkText(view.pets, start, Math.min(view.count, start + PETS_PER_CHUNK)));
+      await emit(chunkText(view.pets, keys, start, Math.min(view.count, start + PETS_PER_CHUNK)));
     }
     await emit(SNAPSHOT_TAIL);
     await handle.sync();
@@ -202,10 +219,16 @@ export async function writeSnapshot(
   return bytes;
 }
 
-/** Pets [start, end) as snapshot text: one per line, comma before all but the very first. */
-function chunkText(pets: ReadonlyArray<Readonly<Pet>>, start: number, end: number): string {
+/**
+ * Pets [start, end) as snapshot text: one per line, comma before all but the very first; a
+ * pet with a live idempotency key carries it in its line, as its journal line did.
+ */
+function chunkText(pets: ReadonlyArray<Readonly<Pet>>, keys: KeyCursor, start: number, end: number): string {
   const parts: string[] = new Array<string>(end - start);
-  for (let i = start; i < end; i++) parts[i - start] = petJson(pets[i] as Pet);
+  for (let i = start; i < end; i++) {
+    const pet = pets[i] as Pet;
+    parts[i - start] = keys.line(pet, petJson(pet));
+  }
   return (start === 0 ? '\n' : ',\n') + parts.join(',\n');
 }
 

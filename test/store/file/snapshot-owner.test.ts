@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { silentLogger } from '../../../src/core/log.js';
 import type { StorePaths } from '../../../src/store/file/disk.js';
+import { KeyTable } from '../../../src/store/idempotency.js';
 import { PetIndex } from '../../../src/store/pet-index.js';
 import { readSnapshot, writeSnapshot } from '../../../src/store/file/snapshot.js';
 import { tempDir } from '../../helpers.js';
@@ -19,14 +20,14 @@ test('writeSnapshot: the snapshot replaces the data file while it is ours, and i
   const paths = pathsIn(tempDir());
   const index = new PetIndex();
   index.load([{ id: 1, name: 'Rex', categoryId: 1 }, { id: 2, name: 'Tom', categoryId: 2 }], 3);
-  await writeSnapshot(paths, index.view(), undefined, silentLogger, () => undefined);
+  await writeSnapshot(paths, index.view(), new KeyTable(1000).cursor(0), undefined, silentLogger, () => undefined);
   assert.equal(readSnapshot(paths).pets.length, 2);
 
   const before = readFileSync(paths.snapshot);
   const other = new PetIndex();
   other.load([{ id: 1, name: 'Old', categoryId: 1 }], 2);
   await assert.rejects(
-    writeSnapshot(paths, other.view(), undefined, silentLogger, () => {
+    writeSnapshot(paths, other.view(), new KeyTable(1000).cursor(0), undefined, silentLogger, () => {
       throw new Error('the lock was taken over');
     }),
     /taken over/,
