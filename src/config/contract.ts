@@ -34,4 +34,8 @@ export interface Config {
   readonly maxConnections: number;
   /** Bytes of unfinished request bodies held in memory at once, all requests together. */
   readonly maxPendingBodyBytes: number;
+  /** GET /metrics answers (Prometheus text format); otherwise it is an unknown path. */
+  readonly metrics: boolean;
+  /** The key that opens /__admin (its digest); undefined: those paths do not exist. */
+  readonly admin: { readonly digest: string } | undefined;
 }

@@ -17,6 +17,7 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
   if (rh['content-length'] !== undefined || rh['transfer-encoding'] !== undefined) boundUnreadBody(x);
   x.res.writeHead(status, headers);
   x.res.end(body);
+  if (app.metrics !== undefined) app.metrics.request(x.operation, status, app.deps.clock.monotonic() - x.started);
   if (!app.accessLog) return;
   app.deps.logger.log('info', 'request completed', {
     reqId: x.reqId,

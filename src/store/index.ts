@@ -4,5 +4,5 @@ export { hasPageVersion } from './contract.js';
 export { StoreBusyError, StoreInputError, StoreOpenError, StoreUnavailableError } from './errors.js';
 export { openMemoryStore } from './memory.js';
 export { openFileStore } from './file/index.js';
-export type { DiskOp, FileStoreOptions } from './file/index.js';
+export type { DiskOp, FileStoreOptions, StoreObserver } from './file/index.js';
 export { DEFAULT_LOCK_STALE_MS, MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from './file/index.js';
