@@ -4,13 +4,16 @@
 //                                       Host missing or repeated in HTTP/1.1
 //      (an absolute-form target, http://host/path, is reduced to its path first)
 //   1. /healthz                         200 (no key, no limit); 405 for methods but GET, HEAD
+//      /metrics (with "metrics": true)  200 Prometheus text (no key, no limit, not counted); 405
 //   2. route match (kept for phase 5)   -- deprecated routes get their headers from here on
 //   3. authentication                   key, or the per-address budget of keyless requests
 //   4. rate limit                       429 rate_limited / temporarily_banned
-//      (CORS preflights are answered between 2 and 3, 204, before authentication)
+//      (CORS preflights are answered between 2 and 3, 204, before authentication;
+//      /__admin/*, with an admin key in the config, goes to admin.ts here: admin key or 401)
 //   5. 401 / 417 / 404 / 405            unauthorized, expectation_failed, not_found,
 //                                       method_not_allowed (+ Allow)
 //   6. handler                          400, 413, 415, 501 -> 200, 201, 404, 501, 503
+//      (unless a fault set through /__admin/faults answers 429/503 or delays it first)
 //      (100 Continue goes out only here, once a body is wanted: see readJsonBody)
 // Requests node:http cannot parse, and CONNECT, are answered in client-errors.ts (400/408/431/405).
 import type { RouteSpec, HandlerContext, Reply } from '../api/index.js';
