@@ -8,6 +8,7 @@ import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from '../store/index.js';
 import defaultConfig from '../../petstore.config.json' with { type: 'json' };
 
 export const USAGE = `Usage: node dist/petstore.js [options]
+       node dist/petstore.js keys add|list|revoke ...   (API keys in the config file; keys --help)
 
   --config FILE        config file (default: ./petstore.config.json, else the built-in demo config)
   --data FILE          data file (default: the config's dataFile, data/pets.json)
