@@ -21,7 +21,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   try {
     const parsed = parse(argv);
     if (parsed === 'help') {
-      io.out(USAGE.replace('node dist/petstore.js', invokedAs(process.argv[1])));
+      io.out(USAGE.replaceAll('node dist/petstore.js', invokedAs(process.argv[1])));
       return 0;
     }
     if (parsed === 'version') {
