@@ -4,3 +4,7 @@ export { ROUTES } from './routes.js';
 export { openApiRoute } from './openapi-route.js';
 export { PageCache } from './page-cache.js';
 export { parseNewPet } from './schemas.js';
+export { ADMIN_MAX_BODY_BYTES, ADMIN_ROUTES, parseSeedPets } from './admin-routes.js';
+export type { AdminContext, AdminControl, AdminRoute } from './admin-routes.js';
+export { Faults, faultError } from './faults.js';
+export type { Fault, FaultSpec } from './faults.js';

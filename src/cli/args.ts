@@ -13,6 +13,7 @@ import defaultConfig from '../../petstore.config.json' with { type: 'json' };
 const { dataFile: _demoDataFile, ...BUILT_IN_CONFIG } = defaultConfig;
 
 export const USAGE = `Usage: node dist/petstore.js [options]
+       node dist/petstore.js keys add|list|revoke ...   (API keys in the config file; keys --help)
 
   --config FILE        config file (default: ./petstore.config.json, else the built-in demo config)
   --data FILE          data file (default: the config's dataFile; without one, and with

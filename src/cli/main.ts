@@ -6,6 +6,7 @@ import { batchingSink, jsonLogger, safeStderr, safeStdout } from '../core/index.
 import { StartError, startWithConfig, type PetstoreHandle } from '../server/index.js';
 import { StoreOpenError } from '../store/index.js';
 import { USAGE, UsageError, inMemoryWarning, invokedAs, lockStaleFromEnv, parse, resolveOptions, type Io, type Resolved } from './args.js';
+import { runKeys } from './keys.js';
 import { readSeedFile } from './seed.js';
 
 const processIo: Io = {
@@ -15,11 +16,12 @@ const processIo: Io = {
 };
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, io: Io = processIo): Promise<number> {
+  if (argv[0] === 'keys') return runKeys(argv.slice(1), env, io);
   let resolved: Resolved;
   try {
     const parsed = parse(argv);
     if (parsed === 'help') {
-      io.out(USAGE.replace('node dist/petstore.js', invokedAs(process.argv[1])));
+      io.out(USAGE.replaceAll('node dist/petstore.js', invokedAs(process.argv[1])));
       return 0;
     }
     if (parsed === 'version') {

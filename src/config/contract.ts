@@ -38,4 +38,8 @@ export interface Config {
   readonly maxPendingBodyBytes: number;
   /** How long a create's Idempotency-Key is remembered, in hours (applied at start). */
   readonly idempotencyRetentionHours: number;
+  /** GET /metrics answers (Prometheus text format); otherwise it is an unknown path. */
+  readonly metrics: boolean;
+  /** The key that opens /__admin (its digest); undefined: those paths do not exist. */
+  readonly admin: { readonly digest: string } | undefined;
 }

@@ -95,4 +95,11 @@ export interface PetstoreConfig {
   maxPendingBodyBytes?: number;
   /** Hours an `Idempotency-Key` is remembered after its create, 1 to 8760. Default `24`; applied at restart. */
   idempotencyRetentionHours?: number;
+  /** `true`: GET /metrics answers the Prometheus text format (README, Metrics). Default `false`; applied at restart. */
+  metrics?: boolean;
+  /**
+   * The key that opens `/__admin/reset`, `/seed` and `/faults` (README, Admin endpoints), in
+   * clear or as its hex SHA-256; not one of `keys`. Default: none, those paths do not exist.
+   */
+  admin?: { key: string; sha256?: never } | { sha256: string; key?: never };
 }

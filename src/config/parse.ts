@@ -13,7 +13,7 @@ import { ConfigError } from './errors.js';
 const TOP_LEVEL = new Set([
   '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
   'anonymousTableSize', 'maxBodyBytes', 'trustProxy', 'cors', 'logLevel',
-  'maxConnections', 'maxPendingBodyBytes', 'maxQueuedWrites', 'idempotencyRetentionHours',
+  'maxConnections', 'maxPendingBodyBytes', 'maxQueuedWrites', 'idempotencyRetentionHours', 'metrics', 'admin',
   'store',
 ]);
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
@@ -97,6 +97,12 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   }
   const cors = readCors(r, raw.cors);
   const idempotencyRetentionHours = readRetention(r, raw.idempotencyRetentionHours);
+  let metrics = false;
+  if (raw.metrics !== undefined) {
+    if (typeof raw.metrics === 'boolean') metrics = raw.metrics;
+    else r.problem('metrics must be true or false');
+  }
+  const admin = readAdmin(r, raw.admin, keys);
   const connections = readConnectionBounds(r, raw);
   let logLevel: Config['logLevel'] = 'info';
   if (raw.logLevel !== undefined) {
@@ -109,7 +115,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   }
   return Object.freeze({
     host, port, dataFile, store, environments, plans, keys, ban, anonymous, anonymousTableSize, maxBodyBytes, trustProxy, cors, logLevel,
-    ...connections,
+    ...connections, metrics, admin,
     maxQueuedWrites: maxQueuedWrites ?? DEFAULT_MAX_QUEUED_WRITES,
     idempotencyRetentionHours,
   });
@@ -202,6 +208,7 @@ function readKeys(r: Reader, v: unknown, plans: ReadonlyMap<string, Limits>): Ma
     return keys;
   }
   const seen = new Map<string, string>();
+  const names = new Map<string, string>();
   v.forEach((item: unknown, i) => {
     const where = `keys[${i}]`;
     if (!isObject(item)) {
@@ -211,6 +218,12 @@ function readKeys(r: Reader, v: unknown, plans: ReadonlyMap<string, Limits>): Ma
     for (const k of Object.keys(item)) if (!KEY_FIELDS.has(k)) r.problem(`${where}.${k} is not a known field`);
     const digest = readKeyDigest(r, item, where);
     const name = item.name === undefined ? `key #${i + 1}` : r.string(item.name, `${where}.name`);
+    if (name !== undefined) {
+      // Names pick a key out in logs and in `keys revoke NAME`: one name, one key.
+      const first = names.get(name);
+      if (first !== undefined) r.problem(`${where}.name ${JSON.stringify(name)} is already the name of ${first}: names must be unique`);
+      else names.set(name, where);
+    }
     if (digest !== undefined) {
       const first = seen.get(digest);
       if (first !== undefined) r.problem(`${where} is the same key as ${first}: duplicate keys are not allowed`);
@@ -252,6 +265,21 @@ function readKeyDigest(r: Reader, item: Raw, where: string): string | undefined 
     return undefined;
   }
   return item.sha256.toLowerCase();
+}
+
+/** The admin key of /__admin (test harnesses): given like an API key, and none of them. */
+function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>): Config['admin'] {
+  if (v === undefined) return undefined;
+  if (!isObject(v)) {
+    r.problem('admin must be an object {"sha256": "<hex digest>"} or {"key": "<key>"}');
+    return undefined;
+  }
+  for (const k of Object.keys(v)) if (k !== 'key' && k !== 'sha256') r.problem(`admin.${k} is not a known field`);
+  const digest = readKeyDigest(r, v, 'admin');
+  if (digest === undefined) return undefined;
+  const same = keys.get(digest);
+  if (same !== undefined) r.problem(`admin is the same key as the API key named ${JSON.stringify(same.name)}: the admin key must be a key of its own`);
+  return Object.freeze({ digest });
 }
 
 function readBan(r: Reader, v: unknown): Config['ban'] {

@@ -4,28 +4,33 @@
 //                                       Host missing or repeated in HTTP/1.1
 //      (an absolute-form target, http://host/path, is reduced to its path first)
 //   1. /healthz                         200 (no key, no limit); 405 for methods but GET, HEAD
+//      /metrics (with "metrics": true)  200 Prometheus text (no key, no limit, not counted); 405
 //   2. route match (kept for phase 5)   -- deprecated routes get their headers from here on
 //   3. authentication                   key, or the per-address budget of keyless requests
 //   4. rate limit                       429 rate_limited / temporarily_banned
-//      (CORS preflights are answered between 2 and 3, 204, before authentication)
+//      (CORS preflights are answered between 2 and 3, 204, before authentication;
+//      /__admin/*, with an admin key in the config, goes to admin.ts here: admin key or 401)
 //   5. 401 / 417 / 404 / 405            unauthorized, expectation_failed, not_found,
 //                                       method_not_allowed (+ Allow)
 //   6. handler                          400, 413, 415, 501 -> 200, 201, 404, 501, 503
+//      (unless a fault set through /__admin/faults answers 429/503 or delays it first)
 //      (100 Continue goes out only here, once a body is wanted: see readJsonBody)
 // Requests node:http cannot parse, and CONNECT, are answered in client-errors.ts (400/408/431/405).
 import type { RouteSpec, HandlerContext, Reply } from '../api/index.js';
-import { PageCache } from '../api/index.js';
+import { ADMIN_ROUTES, Faults, PageCache, faultError } from '../api/index.js';
 import type { Config } from '../config/index.js';
-import { ApiError, clip, type ErrorCode } from '../core/index.js';
-import { setLimitHeaders, type LimitResult } from '../limits/index.js';
+import { ApiError, clip } from '../core/index.js';
+import type { LimitResult } from '../limits/index.js';
 import { hasPageVersion } from '../store/index.js';
 import { authenticate, challenge, type AuthResult } from './auth.js';
 import { PendingBodies } from './body.js';
-import { clientAddress } from './client-address.js';
+import { applyLimit, chargeAddress } from './charge.js';
 import { addPreflightHeaders, allowCors } from './cors.js';
+import { ADMIN_PREFIX, handleAdmin } from './admin.js';
 import { addDeprecation } from './deprecation.js';
 import type { AppDeps, Exchange, Instance, RequestListener } from './exchange.js';
 import { fail } from './failure.js';
+import { answerMetrics } from './metrics-route.js';
 import { parseQuery } from './query.js';
 import { SLASH, base, checkHost, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
 import { Router, type Match } from './router.js';
@@ -41,6 +46,8 @@ const OTHER_SCHEME = new ApiError('unauthorized', 'Only API keys are accepted: s
 export function createApp(deps: AppDeps): RequestListener {
   const router = new Router<RouteSpec>();
   for (const route of deps.routes) router.add(route.method, `/v1${route.path}`, route);
+  const admin = new Router<(typeof ADMIN_ROUTES)[number]>();
+  if (deps.admin !== undefined) for (const route of ADMIN_ROUTES) admin.add(route.method, `${ADMIN_PREFIX}${route.path.slice(1)}`, route);
   const app: Instance = {
     deps,
     router,
@@ -52,6 +59,10 @@ export function createApp(deps: AppDeps): RequestListener {
     bases: new Map(),
     links: new Map(),
     busy: { refused: 0, loggedAt: -Infinity },
+    metrics: deps.metrics,
+    faults: deps.admin?.faults ?? new Faults(),
+    admin,
+    operations: deps.routes.map((r) => r.operationId),
   };
   const ids = requestIds();
 
@@ -64,6 +75,7 @@ export function createApp(deps: AppDeps): RequestListener {
       headers: {},
       keyName: undefined,
       error: undefined,
+      operation: undefined,
     };
     handle(app, x)?.catch((err: unknown) => fail(app, x, err));
   };
@@ -96,16 +108,25 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
         x.headers.allow = 'GET, HEAD';
         throw new ApiError('method_not_allowed', `Method ${clip(method)} is not allowed on /healthz; allowed: GET, HEAD.`);
       }
+      x.operation = 'healthz';
       send(app, x, 200, '{"status":"ok"}');
+      return undefined;
+    }
+    // Outside /v1, no key, no limit, and not counted itself.
+    if (app.metrics !== undefined && path === '/metrics') {
+      answerMetrics(app, x, method);
       return undefined;
     }
 
     const match = router.match(method, path);
     const route = match.kind === 'found' ? match.handler : undefined;
+    x.operation = route?.operationId;
     // Every response of a deprecated operation carries the headers, errors included.
     if (route?.deprecated) addDeprecation(app, x, route.deprecated.successor, route.deprecated.sunset);
 
     const config = deps.config();
+    // Only while the config names an admin key: otherwise /__admin is an unknown path like any other.
+    if (config.admin !== undefined && path.startsWith(ADMIN_PREFIX)) return handleAdmin(app, x, config, method, path);
     if (config.cors.origins.length > 0 && allowCors(x, config)) {
       // A CORS preflight (Fetch standard) carries no credentials: answer it before authentication.
       if (method === 'OPTIONS' && x.req.headers['access-control-request-method'] !== undefined && match.kind !== 'not_found') {
@@ -148,9 +169,10 @@ function admitted(
   url: string, q: number, method: string, path: string,
 ): Promise<void> | undefined {
   try {
-    applyLimit(x, limit);
+    applyLimit(app, x, limit);
     if (auth !== undefined && auth.kind !== 'key') {
       x.headers['www-authenticate'] = challenge(auth);
+      app.metrics?.unauthorized(auth.kind === 'missing' ? 'missing_key' : auth.kind === 'invalid' ? 'invalid_key' : 'other_scheme');
       throw auth.kind === 'missing' ? MISSING_KEY : auth.kind === 'invalid' ? INVALID_KEY : OTHER_SCHEME;
     }
     // RFC 9110 section 10.1.1: an expectation the server cannot meet is a 417.
@@ -163,33 +185,51 @@ function admitted(
       x.headers.allow = match.allow;
       throw new ApiError('method_not_allowed', `Method ${clip(method)} is not allowed on ${clip(path)}; allowed: ${match.allow}.`);
     }
-    const ctx: HandlerContext = {
-      req: x.req,
-      res: x.res,
-      params: match.params,
-      query: parseQuery(q === -1 ? '' : url.slice(q + 1)),
-      store: app.deps.store,
-      maxBodyBytes: config.maxBodyBytes,
-      base: base(app, x.req),
-      config,
-      pages: app.pages,
-      bodies: app.bodies,
-      scope: auth?.kind === 'key' ? auth.entry.digest : undefined,
-    };
-    const reply = match.handler.handler(ctx);
-    if (reply instanceof Promise) return reply.then((r) => (r instanceof ApiError ? fail(app, x, r) : sendReply(app, x, r)));
-    if (reply instanceof ApiError) fail(app, x, reply);
-    else sendReply(app, x, reply);
-    return undefined;
+    const scope = auth?.kind === 'key' ? auth.entry.digest : undefined;
+    if (app.faults.armed !== 0) {
+      const fault = app.faults.take(match.handler.operationId);
+      if (fault?.status !== undefined) throw faultError(fault);
+      if (fault !== undefined) return delay(fault.delayMs ?? 0).then(() => dispatch(app, x, match.handler, match.params, config, url, q, scope));
+    }
+    return dispatch(app, x, match.handler, match.params, config, url, q, scope);
   } catch (err) {
     fail(app, x, err);
     return undefined;
   }
 }
 
+/** Phase 6: the handler's answer, sent. */
+function dispatch(
+  app: Instance, x: Exchange, route: RouteSpec, params: Readonly<Record<string, string>>, config: Config, url: string, q: number,
+  scope: string | undefined,
+): Promise<void> | undefined {
+  const ctx: HandlerContext = {
+    req: x.req,
+    res: x.res,
+    params,
+    query: parseQuery(q === -1 ? '' : url.slice(q + 1)),
+    store: app.deps.store,
+    maxBodyBytes: config.maxBodyBytes,
+    base: base(app, x.req),
+    config,
+    pages: app.pages,
+    bodies: app.bodies,
+    scope,
+  };
+  const reply = route.handler(ctx);
+  if (reply instanceof Promise) return reply.then((r) => (r instanceof ApiError ? fail(app, x, r) : sendReply(app, x, r)));
+  if (reply instanceof ApiError) fail(app, x, reply);
+  else sendReply(app, x, reply);
+  return undefined;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 /** A CORS preflight's 204, charged to the client address like a keyless request. */
 function answerPreflight(app: Instance, x: Exchange, limit: LimitResult, allow: string): void {
-  applyLimit(x, limit);
+  applyLimit(app, x, limit);
   addPreflightHeaders(x, allow);
   send(app, x, 204, undefined);
 }
@@ -198,18 +238,4 @@ function answerPreflight(app: Instance, x: Exchange, limit: LimitResult, allow: 
 function sendReply(app: Instance, x: Exchange, reply: Reply): void {
   if (reply.headers) Object.assign(x.headers, reply.headers);
   send(app, x, reply.status, reply.body);
-}
-/** Charges a request to its client address's keyless budget (`anonymous`). */
-function chargeAddress(deps: AppDeps, x: Exchange, config: Config): LimitResult | Promise<LimitResult> {
-  return deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous);
-}
-
-/** Adds the limiter's headers; a refusal becomes the response. */
-function applyLimit(x: Exchange, limit: LimitResult): void {
-  setLimitHeaders(x.headers, limit);
-  if (limit.outcome === 'ok') return;
-  const message = limit.outcome === 'temporarily_banned'
-    ? `Too many requests after 429 responses: temporarily banned; retry after ${limit.retryAfter} s.`
-    : `Rate limit exceeded; retry after ${limit.retryAfter} s.`;
-  throw new ApiError(limit.outcome satisfies ErrorCode, message);
 }

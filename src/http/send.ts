@@ -18,8 +18,13 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
   if (rh['content-length'] !== undefined || rh['transfer-encoding'] !== undefined) boundUnreadBody(x);
   x.res.writeHead(status, headers);
   x.res.end(body);
+  const metrics = app.metrics;
+  if (metrics === undefined && !app.accessLog) return;
+  // One clock reading for both: the figures and the log line give the same time.
+  const elapsed = app.deps.clock.monotonic() - x.started;
+  if (metrics !== undefined) metrics.request(x.operation, status, elapsed);
   if (!app.accessLog) return;
-  logRequest(app, x, status);
+  logRequest(app, x, status, elapsed);
 }
 
 /**
@@ -27,7 +32,7 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
  * req.headers["user-agent"] (the one header logged: the others may carry a key), and for an
  * Error body err.type, err.code and err.message (pino's error serializer), so a 4xx says why.
  */
-function logRequest(app: Instance, x: Exchange, status: number): void {
+function logRequest(app: Instance, x: Exchange, status: number, elapsed: number): void {
   const req = x.req;
   const error = x.error;
   const userAgent = req.headers['user-agent'];
@@ -42,7 +47,7 @@ function logRequest(app: Instance, x: Exchange, status: number): void {
     },
     res: { statusCode: status },
     err: error === undefined ? undefined : { type: 'ApiError', code: error.code, message: error.message },
-    responseTime: Math.round((app.deps.clock.monotonic() - x.started) * 100) / 100,
+    responseTime: Math.round(elapsed * 100) / 100,
     key: x.keyName,
   });
 }

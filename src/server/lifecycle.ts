@@ -17,6 +17,7 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.maxQueuedWrites !== next.maxQueuedWrites) fields.push('maxQueuedWrites');
   if (old.logLevel !== next.logLevel) fields.push('logLevel');
   if (old.idempotencyRetentionHours !== next.idempotencyRetentionHours) fields.push('idempotencyRetentionHours');
+  if (old.metrics !== next.metrics) fields.push('metrics');
   return fields;
 }
 

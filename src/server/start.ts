@@ -3,13 +3,14 @@
 // run in one process.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { ROUTES, openApiRoute } from '../api/index.js';
+import { ADMIN_ROUTES, Faults, ROUTES, openApiRoute, type AdminControl } from '../api/index.js';
 import { loadConfigFile, parseConfig, type Config } from '../config/index.js';
 import { asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
 import { answerClientError, createApp, refuseConnect } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
-import { openFileStore, openMemoryStore, openPostgresStore, type PetStore } from '../store/index.js';
+import { ServiceMetrics } from '../metrics/index.js';
+import { hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore } from '../store/index.js';
 import { StartError, type PetstoreHandle, type StartOptions } from './contract.js';
 import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js';
 
@@ -41,16 +42,38 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   const clock = options.clock ?? systemClock;
   const logger = resolveLogger(options.logger, config);
   const dataFile = options.dataFile;
+  const routes = [...ROUTES, openApiRoute(ROUTES, __PETSTORE_VERSION__)];
+  // Applied at start only (a reload that turns them on or off is logged as needing a restart).
+  const metrics = config.metrics
+    ? new ServiceMetrics({ operations: [...routes.map((r) => r.operationId), 'healthz', ...ADMIN_ROUTES.map((r) => r.operationId)], version: __PETSTORE_VERSION__ })
+    : undefined;
 
   if (options.store !== undefined && dataFile !== undefined) throw new StartError('config', 'store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
   const idempotencyRetentionMs = config.idempotencyRetentionHours * 3_600_000;
-  const store: PetStore = options.store !== undefined
-    ? await openPostgresStore(options.store, { logger })
+  const store: PetStore = await (options.store !== undefined
+    ? openPostgresStore(options.store, { logger })
     : dataFile === undefined
-      ? openMemoryStore({ clock, idempotencyRetentionMs })
-      : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs, maxQueuedWrites: config.maxQueuedWrites, clock, idempotencyRetentionMs });
+      ? Promise.resolve(openMemoryStore({ clock, idempotencyRetentionMs }))
+      : openFileStore(dataFile, {
+        logger, lockStaleMs: options.lockStaleMs, maxQueuedWrites: config.maxQueuedWrites, clock, idempotencyRetentionMs, observer: metrics?.store,
+      })
+  ).catch((err: unknown) => {
+    metrics?.close();
+    throw err;
+  });
+  if (metrics !== undefined && hasPageVersion(store)) metrics.petsStored = () => store.count;
+  const faults = new Faults();
   const keyLimiter = new MemoryLimiter({ clock, ban: config.ban });
   const addressLimiter = new MemoryLimiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
+  /** Empty store, limits and bans cleared, faults cleared: reset() and POST /__admin/reset. */
+  const resetAll = async (): Promise<void> => {
+    faults.clear();
+    await store.reset();
+    await keyLimiter.reset();
+    await addressLimiter.reset();
+    await keyLimiter.flush();
+  };
+  const admin: AdminControl = { reset: resetAll, seed: (pets) => store.seed(pets), faults };
   let server: Server | undefined;
   let stopping = false;
   try {
@@ -61,7 +84,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
         .catch((err: unknown) => { throw asStartError('limits', err); });
     }
     const app = createApp({
-      store, clock, logger, keyLimiter, addressLimiter, routes: [...ROUTES, openApiRoute(ROUTES, __PETSTORE_VERSION__)],
+      store, clock, logger, keyLimiter, addressLimiter, routes, metrics, admin,
       config: () => config,
       // Read per request, so that a reload that changes the environments moves the links too.
       get publicBase() {
@@ -98,6 +121,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     await listen(server, options.port ?? config.port, options.host ?? config.host);
   } catch (err) {
     server?.close();
+    metrics?.close();
     await keyLimiter.close().catch(() => undefined);
     await store.close();
     throw err;
@@ -135,17 +159,13 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     host: address.address,
     close() {
       stopping = true;
-      closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(() =>
-        releaseAll([() => store.close(), () => keyLimiter.close(), () => addressLimiter.close()]),
-      );
+      closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(() => {
+        metrics?.close();
+        return releaseAll([() => store.close(), () => keyLimiter.close(), () => addressLimiter.close()]);
+      });
       return closing;
     },
-    async reset() {
-      await store.reset();
-      await keyLimiter.reset();
-      await addressLimiter.reset();
-      await keyLimiter.flush();
-    },
+    reset: resetAll,
     async seed(pets) {
       const stored = await store.seed(pets);
       return stored.map((s) => ({ ...s.pet }));

@@ -27,6 +27,8 @@ test('a config with every typed field set is accepted', () => {
     maxConnections: 9,
     maxPendingBodyBytes: 2048,
     idempotencyRetentionHours: 48,
+    metrics: true,
+    admin: { sha256: 'b'.repeat(64) },
   };
   // store and dataFile answer one question (where pets live): one at a time.
   const { store, ...withFile } = all;

@@ -52,6 +52,18 @@ export interface FileStoreOptions {
    * the keys younger than this with their pets, and drops the others.
    */
   idempotencyRetentionMs?: number;
+  /** Figures for metrics (optional; each call is cheap and must not throw). */
+  observer?: StoreObserver;
+}
+
+/** What the file store reports as it writes: for metrics, never needed to run. */
+export interface StoreObserver {
+  /** A batch of `size` operations was made durable; the append and sync took `seconds`. */
+  batchWritten(size: number, seconds: number): void;
+  /** Bytes of the journal (and its rotated part) that the next snapshot will absorb. */
+  journalBytes(bytes: number): void;
+  /** A compaction ended, written or failed. */
+  compacted(ok: boolean): void;
 }
 
 const DEFAULT_COMPACT_MIN_BYTES = 1024 * 1024;
@@ -64,6 +76,7 @@ export class FileStore extends IndexedStore {
   readonly #beforeIo: IoHook;
   readonly #compactMinBytes: number;
   readonly #maxQueued: number;
+  readonly #observer: StoreObserver | undefined;
   /** The active journal; null only while a rebuild is pending after a failure. */
   #journal: JournalWriter | null;
   #snapshotBytes: number;
@@ -105,6 +118,8 @@ export class FileStore extends IndexedStore {
     this.#journal = journal;
     this.#snapshotBytes = sizes.snapshotBytes;
     this.#oldJournalBytes = sizes.oldJournalBytes;
+    this.#observer = opts.observer;
+    this.#reportJournal();
     // A long journal (or a leftover `.old`) found at start is compacted now, not at the first
     // write, so that the next start is fast even if this run writes nothing.
     this.#wake();
@@ -192,6 +207,7 @@ export class FileStore extends IndexedStore {
       failBatch(batch, new StoreUnavailableError(`data file ${this.#paths.given} has no open journal`));
       return;
     }
+    const started = this.#observer === undefined ? 0 : performance.now();
     try {
       await journal.append(Buffer.from(batch.text), this.#beforeIo);
     } catch (err) {
@@ -207,6 +223,14 @@ export class FileStore extends IndexedStore {
     applyBatch(batch, this.index, this.keys);
     if (batch.steps.some((step) => step.op.kind === 'reset')) this.#resetSinceSnapshot = true;
     this.#onFlush?.(batch.steps.length);
+    if (this.#observer !== undefined) {
+      this.#observer.batchWritten(batch.steps.length, (performance.now() - started) / 1000);
+      this.#reportJournal();
+    }
+  }
+
+  #reportJournal(): void {
+    this.#observer?.journalBytes((this.#journal?.length ?? 0) + (this.#oldJournalBytes ?? 0));
   }
 
   /** After a failed append: keep the journal if it can be cut back, else rebuild before the next write. */
@@ -323,6 +347,8 @@ export class FileStore extends IndexedStore {
       await unlinkIfPresent(this.#paths.oldJournal);
       this.#oldJournalBytes = undefined;
       this.#compactRetryAt = 0;
+      this.#observer?.compacted(true);
+      this.#reportJournal();
       this.#logger.log('info', 'data file compacted', { file: this.#paths.given, pets: view.count, bytes: this.#snapshotBytes });
     } catch (err) {
       this.#compactionFailed(err, total);
@@ -341,6 +367,7 @@ export class FileStore extends IndexedStore {
 
   #compactionFailed(err: unknown, total: number): void {
     this.#compactRetryAt = total + this.#compactMinBytes;
+    this.#observer?.compacted(false);
     this.#logger.log('warn', 'compaction failed; will retry later', { file: this.#paths.given, error: describeError(err) });
   }
 

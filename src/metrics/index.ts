@@ -1,0 +1,7 @@
+// The metrics' face: the recorder contract, the service's registry, the text exposition and
+// the merge of several processes' snapshots.
+export type { Family, HistogramSample, Labels, MergeRule, MetricsRecorder, MetricsSnapshot, RefusalReason, Sample, UnauthorizedReason } from './contract.js';
+export { ServiceMetrics, UNKNOWN_OPERATION } from './registry.js';
+export type { MetricsOptions, StoreFigures } from './registry.js';
+export { EXPOSITION_CONTENT_TYPE, escapeLabelValue, render } from './exposition.js';
+export { mergeSnapshots } from './merge.js';

@@ -1,0 +1,162 @@
+// `petstore keys add|list|revoke` on copies of a config: the added key works with its plan,
+// a revoked one gets 401 after SIGHUP, and a refused change leaves the file byte for byte.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, call, runBundle, startBundle, tempDir, testConfig, writeConfig, KEYS } from '../helpers.js';
+
+const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
+
+/** A copy of the repository's demo config in a fresh directory. */
+function demoCopy(): { dir: string; file: string } {
+  const dir = tempDir();
+  const file = join(dir, 'petstore.config.json');
+  copyFileSync(join(ROOT, 'petstore.config.json'), file);
+  return { dir, file };
+}
+
+function keys(args: readonly string[], cwd: string) {
+  return runBundle(['keys', ...args], { cwd });
+}
+
+async function waitFor(what: string, probe: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!probe()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('keys add and revoke', () => {
+  test('an added key works with its plan after start; revoked, it gets 401 after SIGHUP; add then revoke gives the file back byte for byte', async () => {
+    const { dir, file } = demoCopy();
+    const before = readFileSync(file);
+    const added = await keys(['add', '--plan', 'pro', '--name', 'harness', '--config', file], dir);
+    assert.equal(added.code, 0, added.stderr);
+    const key = added.stdout.trim();
+    assert.match(key, /^[A-Za-z0-9_-]{43}$/, '32 random bytes, base64url, alone on stdout');
+    assert.equal(added.stdout, `${key}\n`);
+    assert.match(added.stderr, /systemctl reload petstore/);
+    assert.match(added.stderr, /kill -HUP/);
+    const text = readFileSync(file, 'utf8');
+    assert.ok(!text.includes(key), 'the key itself is not stored');
+    assert.ok(text.includes(`{ "sha256": "${sha256(key)}", "plan": "pro", "name": "harness" }`));
+    assert.ok(text.startsWith(before.toString('utf8').slice(0, before.indexOf('"ci" }') + 6)), 'everything before the insertion is unchanged');
+    assert.ok(text.endsWith(before.toString('utf8').slice(before.indexOf('"ci" }') + 6)), 'and everything after it');
+
+    const srv = await startBundle(['--memory', '--config', file], { cwd: dir });
+    try {
+      const ok = await call(`${srv.url}/pets`, { key });
+      assert.equal(ok.status, 200);
+      assert.equal(ok.headers.get('x-ratelimit-limit'), '300', 'the pro plan');
+
+      const revoked = await keys(['revoke', 'harness', '--config', file], dir);
+      assert.equal(revoked.code, 0, revoked.stderr);
+      assert.equal(revoked.stdout, '');
+      assert.match(revoked.stderr, /systemctl reload petstore/);
+      assert.ok(readFileSync(file).equals(before), 'add then revoke: the file as it was');
+      assert.equal((await call(`${srv.url}/pets`, { key })).status, 200, 'still valid until the reload');
+      srv.proc.kill('SIGHUP');
+      await waitFor('the reload', () => srv.stderr().includes('config reloaded'));
+      assert.equal((await call(`${srv.url}/pets`, { key })).status, 401);
+      assert.equal((await call(`${srv.url}/pets`, { key: 'pro-demo-key' })).status, 200, 'other keys untouched');
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  test('--limits sets the key\'s own limits (needed for enterprise); the mode of the file is kept; no temp file is left', async () => {
+    const { dir, file } = demoCopy();
+    chmodSync(file, 0o640);
+    const added = await keys(['add', '--plan', 'enterprise', '--name', 'big', '--limits', '5/100', '--config', file], dir);
+    assert.equal(added.code, 0, added.stderr);
+    assert.equal(statSync(file).mode & 0o777, 0o640);
+    assert.deepEqual(readdirSync(dir), ['petstore.config.json']);
+    assert.ok(readFileSync(file, 'utf8').includes('"limits": { "perMinute": 5, "perDay": 100 }'));
+    const srv = await startBundle(['--memory', '--config', file], { cwd: dir });
+    try {
+      const res = await call(`${srv.url}/pets`, { key: added.stdout.trim() });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('x-ratelimit-limit'), '5');
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  test('a compact file, and one without keys, are edited in place too (PETSTORE_CONFIG names the file)', async () => {
+    const dir = tempDir();
+    const file = writeConfig(dir); // JSON.stringify: no whitespace at all
+    const before = readFileSync(file);
+    const added = await runBundle(['keys', 'add', '--plan', 'free', '--name', 'compact'], { cwd: tempDir(), env: { PETSTORE_CONFIG: file } });
+    assert.equal(added.code, 0, added.stderr);
+    assert.equal((await runBundle(['keys', 'revoke', 'compact'], { cwd: dir })).code, 0, 'the ./petstore.config.json of the working directory');
+    assert.ok(readFileSync(file).equals(before));
+
+    const bare = join(dir, 'bare.json');
+    writeFileSync(bare, '{\n  "port": 8080\n}\n');
+    const first = await keys(['add', '--plan', 'free', '--name', 'first', '--config', bare], dir);
+    assert.equal(first.code, 0, first.stderr);
+    const text = readFileSync(bare, 'utf8');
+    assert.equal(text, `{\n  "port": 8080,\n  "keys": [{ "sha256": "${sha256(first.stdout.trim())}", "plan": "free", "name": "first" }]\n}\n`);
+  });
+});
+
+describe('refused changes leave the file byte for byte', () => {
+  const cases: Array<{ name: string; args: string[]; code: number; says: RegExp }> = [
+    { name: 'unknown plan', args: ['add', '--plan', 'gold', '--name', 'x'], code: 1, says: /"gold" is not a known plan/ },
+    { name: 'duplicate name', args: ['add', '--plan', 'pro', '--name', 'ci'], code: 1, says: /"ci" is already the name of keys\[4\]/ },
+    { name: 'enterprise without limits', args: ['add', '--plan', 'enterprise', '--name', 'x'], code: 1, says: /needs its own "limits"/ },
+    { name: 'limits beyond the bound', args: ['add', '--plan', 'pro', '--name', 'x', '--limits', '0/10'], code: 1, says: /perMinute must be a positive integer/ },
+    { name: 'limits not N/N', args: ['add', '--plan', 'pro', '--name', 'x', '--limits', '10'], code: 2, says: /--limits must be PER_MINUTE\/PER_DAY/ },
+    { name: 'no --name', args: ['add', '--plan', 'pro'], code: 2, says: /needs --plan PLAN and --name NAME/ },
+    { name: 'unknown flag', args: ['add', '--plan', 'pro', '--name', 'x', '--key', 'mine'], code: 2, says: /Unknown option '--key'/ },
+    { name: 'revoke an unknown name', args: ['revoke', 'nobody'], code: 1, says: /no key named "nobody"/ },
+    { name: 'unknown command', args: ['rotate'], code: 2, says: /unknown keys command "rotate"/ },
+  ];
+  for (const c of cases) {
+    test(c.name, async () => {
+      const { dir, file } = demoCopy();
+      const before = readFileSync(file);
+      const r = await keys([...c.args, '--config', file], dir);
+      assert.equal(r.code, c.code, r.stderr);
+      assert.match(r.stderr, c.says);
+      assert.equal(r.stdout, '', 'no key printed');
+      assert.ok(readFileSync(file).equals(before));
+      assert.deepEqual(readdirSync(dir), ['petstore.config.json']);
+    });
+  }
+
+  test('a config that is not valid as it is: refused before anything is changed', async () => {
+    const dir = tempDir();
+    const file = writeConfig(dir, testConfig({ colour: 'blue' }));
+    const before = readFileSync(file);
+    const r = await keys(['add', '--plan', 'pro', '--name', 'x', '--config', file], dir);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /not valid as it is.*\n.*\n.*unknown top-level field "colour"/);
+    assert.ok(readFileSync(file).equals(before));
+  });
+
+  test('no config file: refused, naming what to give', async () => {
+    const r = await keys(['list'], tempDir());
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /--config FILE/);
+  });
+});
+
+test('keys list: names, plans and limits, never a key or a whole digest', async () => {
+  const dir = tempDir();
+  const file = writeConfig(dir);
+  const r = await keys(['list', '--config', file], dir);
+  assert.equal(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n');
+  assert.match(lines[0] ?? '', /^NAME\s+PLAN\s+PER_MINUTE\s+PER_DAY\s+GIVEN AS$/);
+  assert.match(r.stdout, /^pro-test\s+pro\s+300\s+10000\s+key in clear \([0-9a-f]{8}\.\.\.\)$/m);
+  assert.match(r.stdout, /^enterprise-test\s+enterprise\s+100000\s+10000000\s/m);
+  for (const key of Object.values(KEYS)) {
+    assert.ok(!r.stdout.includes(key) && !r.stderr.includes(key), 'no key');
+    assert.ok(!r.stdout.includes(sha256(key)), 'no whole digest');
+  }
+  assert.doesNotMatch(r.stdout, /[0-9a-f]{64}/);
+});

@@ -1,0 +1,50 @@
+// The operating fields of a config (issue 15): metrics, admin, and unique key names.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { ConfigError, parseConfig } from '../../src/config/index.js';
+
+const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
+
+function problems(raw: unknown): string[] {
+  try {
+    parseConfig(raw, 'test.json', '/srv');
+  } catch (err) {
+    assert.ok(err instanceof ConfigError);
+    return [...err.problems];
+  }
+  return [];
+}
+
+test('metrics and admin are off by default', () => {
+  const c = parseConfig({}, 'x', '/srv');
+  assert.equal(c.metrics, false);
+  assert.equal(c.admin, undefined);
+});
+
+test('metrics: true or false only', () => {
+  assert.equal(parseConfig({ metrics: true }, 'x', '/srv').metrics, true);
+  assert.deepEqual(problems({ metrics: 'yes' }), ['metrics must be true or false']);
+});
+
+test('admin: a key or its digest, held as the digest, never a key of the API', () => {
+  assert.deepEqual(parseConfig({ admin: { key: 'adm-1' } }, 'x', '/srv').admin, { digest: sha256('adm-1') });
+  assert.deepEqual(parseConfig({ admin: { sha256: sha256('adm-1').toUpperCase() } }, 'x', '/srv').admin, { digest: sha256('adm-1') });
+  assert.deepEqual(problems({ admin: 'adm-1' }), ['admin must be an object {"sha256": "<hex digest>"} or {"key": "<key>"}']);
+  assert.deepEqual(problems({ admin: {} }), ['admin needs exactly one of "key" (the key in clear) or "sha256" (its hex SHA-256 digest)']);
+  assert.deepEqual(problems({ admin: { sha256: 'abc' } }), ['admin.sha256 must be 64 hexadecimal characters']);
+  assert.deepEqual(problems({ admin: { key: 'adm-1', role: 'root' } }), ['admin.role is not a known field']);
+  const clash = problems({ keys: [{ key: 'shared', plan: 'free', name: 'k' }], admin: { sha256: sha256('shared') } });
+  assert.deepEqual(clash, ['admin is the same key as the API key named "k": the admin key must be a key of its own']);
+  assert.ok(!clash.join().includes('shared'), 'the key is not echoed');
+});
+
+test('key names are unique (keys revoke NAME picks one), unnamed keys included', () => {
+  assert.deepEqual(problems({ keys: [{ key: 'a', plan: 'free', name: 'x' }, { key: 'b', plan: 'free', name: 'x' }] }), [
+    'keys[1].name "x" is already the name of keys[0]: names must be unique',
+  ]);
+  assert.deepEqual(problems({ keys: [{ key: 'a', plan: 'free' }, { key: 'b', plan: 'free', name: 'key #1' }] }), [
+    'keys[1].name "key #1" is already the name of keys[0]: names must be unique',
+  ]);
+  assert.deepEqual(problems({ keys: [{ key: 'a', plan: 'free' }, { key: 'b', plan: 'free' }] }), []);
+});
