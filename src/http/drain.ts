@@ -1,12 +1,15 @@
 // Bodies nobody will read: the rest of an oversized upload before its 413, and the body of a
 // request answered before it was read. Both are read and thrown away, bounded, so the client
 // sees its answer instead of a connection reset.
+import type { Socket } from 'node:net';
 import type { Exchange } from './exchange.js';
 
 // After a 413 the rest of the upload is read and thrown away up to this many bytes, so the
 // client sees the status instead of a connection reset; past it the connection is dropped.
 export const DRAIN_CAP_BYTES = 8 * 1024 * 1024;
 const DRAIN_WAIT_MS = 5_000;
+// How long a closing connection keeps reading what the client still sends (see lingerAfterAnswer).
+const LINGER_MS = 2_000;
 
 /**
  * An answer given before the request's body was read (401, 404, 405, 429, a GET with a
@@ -63,4 +66,31 @@ export function discardThen(x: Exchange, respond: () => void): void {
   x.req.on('end', answer);
   x.req.on('error', () => socket.destroy());
   x.req.resume();
+}
+
+/**
+ * node ends a `Connection: close` answer with socket.destroySoon(): a FIN, then the descriptor
+ * closed once the answer is flushed. If the client is still sending its body, the unread input
+ * turns that close into a reset, which can reach the client before it has read its answer (it
+ * then sees ECONNRESET instead of the 401 or 413). So for this one socket the close lingers:
+ * FIN first, then what still arrives is read and dropped until the client closes its side, for
+ * at most LINGER_MS and DRAIN_CAP_BYTES, and only then is the socket destroyed.
+ */
+export function lingerAfterAnswer(socket: Socket): void {
+  socket.destroySoon = function lingeringClose(this: Socket): void {
+    const start = this.bytesRead;
+    if (this.writable) this.end();
+    const timer = setTimeout(() => this.destroy(), LINGER_MS);
+    // node's parser may read the socket natively (no 'data' events): watch the byte count.
+    const watch = setInterval(() => {
+      if (this.bytesRead - start > DRAIN_CAP_BYTES) this.destroy();
+    }, 50);
+    timer.unref();
+    watch.unref();
+    this.once('close', () => {
+      clearTimeout(timer);
+      clearInterval(watch);
+    });
+    this.once('end', () => this.destroy());
+  };
 }

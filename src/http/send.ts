@@ -1,5 +1,5 @@
 // The one exit: every response of the service is written here.
-import { boundUnreadBody } from './drain.js';
+import { boundUnreadBody, lingerAfterAnswer } from './drain.js';
 import { loggedAddress } from './client-address.js';
 import type { Exchange, Instance } from './exchange.js';
 
@@ -15,7 +15,10 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
   }
   headers['cache-control'] = 'no-store';
   const rh = x.req.headers;
-  if (rh['content-length'] !== undefined || rh['transfer-encoding'] !== undefined) boundUnreadBody(x);
+  if (rh['content-length'] !== undefined || rh['transfer-encoding'] !== undefined) {
+    boundUnreadBody(x);
+    if (headers.connection === 'close' && !x.req.complete) lingerAfterAnswer(x.req.socket);
+  }
   x.res.writeHead(status, headers);
   x.res.end(body);
   const metrics = app.metrics;
