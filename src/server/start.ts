@@ -7,7 +7,7 @@ import { ROUTES, openApiRoute } from '../api/index.js';
 import { loadConfigFile, parseConfig, type Config } from '../config/index.js';
 import { functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
-import { answerClientError, createApp, refuseConnect } from '../http/index.js';
+import { answerClientError, createApp, orderPipelined, refuseConnect } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
 import { openFileStore, openMemoryStore, type PetStore } from '../store/index.js';
 import { StartError, type PetstoreHandle, type StartOptions } from './contract.js';
@@ -61,12 +61,13 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
         return options.env ? config.environments[options.env] : undefined;
       },
     });
-    const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    // A request pipelined behind a POST is handled once the POST is answered (pipeline.ts).
+    const listener = orderPipelined((req: IncomingMessage, res: ServerResponse): void => {
       // Once stopping, every answer closes its connection, so that busy keep-alive clients
       // move on instead of holding the server open until the grace period runs out.
       if (stopping) res.setHeader('connection', 'close');
       app(req, res);
-    };
+    });
     server = createServer({
       // Deliberate bounds (see README, "Timeouts and limits").
       headersTimeout: 10_000,
