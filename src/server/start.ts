@@ -87,6 +87,10 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     server.on('checkContinue', listener);
     // Past it node closes new connections at once: file descriptors stay for the data files.
     server.maxConnections = config.maxConnections;
+    // node's default (2000) drops every header after the 2000th from req.headers while its
+    // parser still frames the request by them: a Transfer-Encoding, Expect or second Host
+    // behind 2000 fillers would go unchecked. The 16 KiB header size bounds the count.
+    server.maxHeadersCount = 0;
     server.on('connect', refuseConnect);
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
     await listen(server, options.port ?? config.port, options.host ?? config.host);
