@@ -85,7 +85,8 @@ describe('more than 2000 header lines: no header is dropped unchecked', () => {
 });
 
 describe('Authorization given twice: 400, whichever comes first', () => {
-  for (const [first, second] of [[`Bearer ${key}`, `Bearer ${KEYS.free}`], [`Bearer ${KEYS.free}`, `Bearer ${key}`], [`Bearer ${key}`, 'junk']]) {
+  const pairs: Array<[string, string]> = [[`Bearer ${key}`, `Bearer ${KEYS.free}`], [`Bearer ${KEYS.free}`, `Bearer ${key}`], [`Bearer ${key}`, 'junk']];
+  for (const [first, second] of pairs) {
     test(`${first.slice(0, 12)}... then ${second.slice(0, 12)}...`, async () => {
       const r = await one(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: ${first}\r\nauthorization: ${second}\r\nConnection: close\r\n\r\n`);
       assertError(r, 400, 'invalid_request', /Authorization header must be given only once/);
