@@ -6,10 +6,13 @@ import { ConfigError } from './errors.js';
 import { jsonSyntaxError } from './json-syntax.js';
 import { parseConfig } from './parse.js';
 
+/** The largest config file read (about 190,000 keys given by digest): a bound, not a target. */
+export const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
+
 /** Read and validate a config file; the error names the file and every problem. */
 export async function loadConfigFile(path: string): Promise<Config> {
   const file = resolve(path);
-  const read = await readJsonFile(file);
+  const read = await readJsonFile(file, MAX_CONFIG_BYTES);
   if (read.kind === 'missing') throw new ConfigError(file, ['cannot read the config file: file not found']);
   if (read.kind === 'unreadable') throw new ConfigError(file, [`cannot read the config file: ${read.error.message}`]);
   let raw: unknown;

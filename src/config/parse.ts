@@ -176,11 +176,16 @@ function isBaseUrl(url: unknown): url is string {
 
 function readConnectionBounds(r: Reader, raw: Raw): Pick<Config, 'maxConnections' | 'maxPendingBodyBytes'> {
   const maxConnections = raw.maxConnections === undefined ? 10_000 : (r.positiveInt(raw.maxConnections, 'maxConnections') ?? 10_000);
-  if (raw.maxPendingBodyBytes === undefined) return { maxConnections, maxPendingBodyBytes: 32 * 1024 * 1024 };
-  const maxPendingBodyBytes = r.positiveInt(raw.maxPendingBodyBytes, 'maxPendingBodyBytes') ?? 32 * 1024 * 1024;
-  // Below one body of the largest size, such a body could never be received.
+  const maxPendingBodyBytes = raw.maxPendingBodyBytes === undefined
+    ? 32 * 1024 * 1024
+    : r.positiveInt(raw.maxPendingBodyBytes, 'maxPendingBodyBytes') ?? 32 * 1024 * 1024;
+  // Below one body of the largest size, such a body could never be received (a 503 "retry
+  // later" that no retry can change): checked against the default of either too.
   const maxBody = typeof raw.maxBodyBytes === 'number' ? raw.maxBodyBytes : 64 * 1024;
-  if (maxPendingBodyBytes < maxBody) r.problem(`maxPendingBodyBytes (${maxPendingBodyBytes}) must be at least maxBodyBytes (${maxBody})`);
+  if (maxPendingBodyBytes < maxBody) {
+    const pending = raw.maxPendingBodyBytes === undefined ? `the default maxPendingBodyBytes (${maxPendingBodyBytes})` : `maxPendingBodyBytes (${maxPendingBodyBytes})`;
+    r.problem(`${pending} must be at least maxBodyBytes (${maxBody})`);
+  }
   return { maxConnections, maxPendingBodyBytes };
 }
 

@@ -17,5 +17,6 @@ export type { Write } from './stdio.js';
 export { describeError, errorCode } from './errno.js';
 export { readJsonFile, readJsonFileSync } from './json-file.js';
 export type { JsonFile } from './json-file.js';
-export { clip } from './text.js';
+export { clip, printable } from './text.js';
+export { FileTooLargeError, NotRegularFileError, openRegularFileSync, readRegularFile, readRegularFileSync, sizeText } from './regular-file.js';
 export { fsyncDir, fsyncDirSync, writeNewFileSynced } from './durable.js';

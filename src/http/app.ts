@@ -1,7 +1,8 @@
 // The HTTP layer: one request lifecycle, and one function (`send`) that every response,
 // errors included, passes through. The phases, in order, and the statuses they answer:
 //   0. version, Host (RFC 9112)         400 invalid_request: HTTP/2.0 or 0.9 request line;
-//                                       Host missing or repeated in HTTP/1.1
+//                                       Host missing or repeated in HTTP/1.1; Authorization
+//                                       repeated; Transfer-Encoding in HTTP/1.0
 //      (an absolute-form target, http://host/path, is reduced to its path first)
 //   1. /healthz                         200 (no key, no limit); 405 for methods but GET, HEAD
 //      /metrics (with "metrics": true)  200 Prometheus text (no key, no limit, not counted); 405
@@ -32,7 +33,7 @@ import type { AppDeps, Exchange, Instance, RequestListener } from './exchange.js
 import { fail } from './failure.js';
 import { answerMetrics } from './metrics-route.js';
 import { parseQuery } from './query.js';
-import { SLASH, base, checkHost, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
+import { SLASH, base, checkRequestFields, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
 import { Router, type Match } from './router.js';
 import { send } from './send.js';
 
@@ -100,8 +101,8 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
 
     // Phase 0, malformed HTTP that node's parser lets through (see answerClientError in client-errors.ts).
     if (x.req.httpVersionMajor !== 1) throw unsupportedVersion(x);
-    const hostProblem = checkHost(x.req);
-    if (hostProblem !== undefined) throw new ApiError('invalid_request', hostProblem);
+    const fieldProblem = checkRequestFields(x.req);
+    if (fieldProblem !== undefined) throw fieldProblem;
 
     if (path === '/healthz') {
       if (method !== 'GET' && method !== 'HEAD') {

@@ -5,7 +5,15 @@
 import type { IncomingMessage } from 'node:http';
 
 /** A host as links may carry it: a name or IPv4 address, or a bracketed IPv6 one, with an optional port. */
-export const SANE_HOST = /^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$/;
+const SANE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::([0-9]{1,5}))?$/;
+
+/** A Host value fit for links: a name or address, and a port from 1 to 65535 if any. */
+export function isSaneHost(host: string): boolean {
+  const m = SANE_HOST.exec(host);
+  if (m === null) return false;
+  const port = m[1];
+  return port === undefined || (Number(port) >= 1 && Number(port) <= 65535);
+}
 
 export interface ProxiedOrigin {
   /** `http` or `https`, when the proxy said which. */
@@ -39,7 +47,7 @@ function scheme(value: string | undefined): ProxiedOrigin['proto'] {
 }
 
 function saneHost(value: string | undefined): string | undefined {
-  return value !== undefined && SANE_HOST.test(value) ? value : undefined;
+  return value !== undefined && isSaneHost(value) ? value : undefined;
 }
 
 /** The last of comma-separated values (node joins repeated fields with ", "), trimmed. */

@@ -2,3 +2,4 @@
 export { createApp } from './app.js';
 export type { AppDeps, RequestListener } from './app.js';
 export { answerClientError, refuseConnect } from './client-errors.js';
+export { orderPipelined } from './pipeline.js';

@@ -4,26 +4,45 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../core/index.js';
 import type { Exchange, Instance } from './exchange.js';
-import { SANE_HOST, proxiedOrigin } from './forwarded.js';
+import { isSaneHost, proxiedOrigin } from './forwarded.js';
 
 // A client-sent request id is echoed only when it is short and plain, so logs stay clean.
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
 /**
- * RFC 9112 section 3.2: an HTTP/1.1 request without a Host header field, or with more than
- * one, is answered 400. (node:http checks the first itself unless requireHostHeader is off,
- * but answers without an Error body.)
+ * Header fields whose misuse makes the request ambiguous, answered 400 (the caller has checked
+ * the major version is 1):
+ * - RFC 9112 section 3.2: an HTTP/1.1 request without a Host header field, or with more than
+ *   one. (node:http checks the first itself unless requireHostHeader is off, but answers
+ *   without an Error body.)
+ * - Authorization more than once (a singleton field, RFC 9110 section 11.6.2): node keeps
+ *   the first, and a proxy in front may have authorized the last.
+ * - RFC 9112 section 6.1: Transfer-Encoding in HTTP/1.0 is faulty framing, and the
+ *   connection closes (node's parser would frame the body as chunked all the same).
  */
-export function checkHost(req: IncomingMessage): string | undefined {
-  if (req.httpVersionMajor !== 1 || req.httpVersionMinor === 0) return undefined;
-  if (req.headers.host === undefined) return 'The Host header is required in HTTP/1.1.';
+export function checkRequestFields(req: IncomingMessage): ApiError | undefined {
+  const http10 = req.httpVersionMinor === 0;
+  if (!http10 && req.headers.host === undefined) return new ApiError('invalid_request', 'The Host header is required in HTTP/1.1.');
   const raw = req.rawHeaders;
-  let seen = 0;
+  let hosts = 0;
+  let authorizations = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
-    if (isHost(name) && ++seen > 1) return 'The Host header must be given only once.';
+    if (isHost(name)) {
+      if (++hosts > 1 && !http10) return new ApiError('invalid_request', 'The Host header must be given only once.');
+    } else if (isAuthorization(name) && ++authorizations > 1) {
+      return new ApiError('invalid_request', 'The Authorization header must be given only once.');
+    }
+  }
+  if (http10 && req.headers['transfer-encoding'] !== undefined) {
+    return new ApiError('invalid_request', 'Transfer-Encoding is not allowed in an HTTP/1.0 request (RFC 9112 section 6.1).', { connection: 'close' });
   }
   return undefined;
+}
+
+/** Case-insensitive "authorization", as isHost. */
+function isAuthorization(name: string): boolean {
+  return name.length === 13 && (name === 'Authorization' || name === 'authorization' || name.toLowerCase() === 'authorization');
 }
 
 /** Case-insensitive "host" without allocating a lowercased copy (this runs on every request). */
@@ -84,7 +103,7 @@ export function base(app: Instance, req: IncomingMessage): string {
   if (host !== undefined) {
     const known = app.bases.get(host);
     if (known !== undefined) return known;
-    if (SANE_HOST.test(host)) {
+    if (isSaneHost(host)) {
       if (app.bases.size >= 64) app.bases.clear(); // Host values are client-chosen: stay bounded
       const url = `http://${host}/v1`;
       app.bases.set(host, url);
@@ -104,6 +123,6 @@ function proxiedBase(req: IncomingMessage): string | undefined {
   const origin = proxiedOrigin(req);
   if (origin === undefined) return undefined;
   const host = origin.host ?? req.headers.host;
-  if (host === undefined || !SANE_HOST.test(host)) return undefined;
+  if (host === undefined || !isSaneHost(host)) return undefined;
   return `${origin.proto ?? 'http'}://${host}/v1`;
 }

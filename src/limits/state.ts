@@ -33,6 +33,12 @@ export interface LimiterState {
 
 export const LIMITER_STATE_VERSION = 1;
 
+/**
+ * The largest limiter state file read. The service writes it itself, about 170 bytes per key
+ * in use: a 16 MiB config holds up to some 700,000 short keys, whose state fits in this.
+ */
+export const MAX_LIMITER_STATE_BYTES = 256 * 1024 * 1024;
+
 
 /** What persistence needs of a limiter: its state as a snapshot. */
 export interface SavesState {
@@ -59,7 +65,7 @@ export async function saveLimiterState(file: string, state: LimiterState): Promi
 
 /** Reads a snapshot; undefined when the file does not exist. Errors name the file. */
 export async function loadLimiterState(file: string): Promise<LimiterState | undefined> {
-  const read = await readJsonFile(file);
+  const read = await readJsonFile(file, MAX_LIMITER_STATE_BYTES);
   if (read.kind === 'missing') return undefined; // first start: nothing saved yet
   if (read.kind === 'unreadable') throw new Error(`cannot read limiter state file ${file}: ${read.error.message}`, { cause: read.error });
   if (read.kind === 'invalid') throw new Error(`limiter state file ${file} is not valid JSON: ${read.error.message}`, { cause: read.error });

@@ -7,7 +7,7 @@ import { ADMIN_ROUTES, Faults, ROUTES, openApiRoute, type AdminControl } from '.
 import { loadConfigFile, parseConfig, type Config } from '../config/index.js';
 import { asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
-import { answerClientError, createApp, refuseConnect } from '../http/index.js';
+import { answerClientError, createApp, orderPipelined, refuseConnect } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
 import { ServiceMetrics } from '../metrics/index.js';
 import { hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore } from '../store/index.js';
@@ -91,12 +91,13 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
         return options.env ? config.environments[options.env] : undefined;
       },
     });
-    const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    // A request pipelined behind a POST is handled once the POST is answered (pipeline.ts).
+    const listener = orderPipelined((req: IncomingMessage, res: ServerResponse): void => {
       // Once stopping, every answer closes its connection, so that busy keep-alive clients
       // move on instead of holding the server open until the grace period runs out.
       if (stopping) res.setHeader('connection', 'close');
       app(req, res);
-    };
+    });
     server = createServer({
       // Deliberate bounds (see README, "Timeouts and limits").
       headersTimeout: 10_000,
@@ -116,6 +117,10 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     server.on('checkContinue', listener);
     // Past it node closes new connections at once: file descriptors stay for the data files.
     server.maxConnections = config.maxConnections;
+    // node's default (2000) drops every header after the 2000th from req.headers while its
+    // parser still frames the request by them: a Transfer-Encoding, Expect or second Host
+    // behind 2000 fillers would go unchecked. The 16 KiB header size bounds the count.
+    server.maxHeadersCount = 0;
     server.on('connect', refuseConnect);
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
     await listen(server, options.port ?? config.port, options.host ?? config.host);

@@ -33,6 +33,7 @@ test('connection bounds: 10,000 connections and 32 MiB of unfinished bodies by d
   const d = parseConfig({ maxConnections: 50, maxPendingBodyBytes: 1024, maxBodyBytes: 1024 }, 'x', '/srv');
   assert.equal(d.maxConnections, 50);
   assert.equal(d.maxPendingBodyBytes, 1024);
+  assert.equal(parseConfig({ maxBodyBytes: 32 * 1024 * 1024 }, 'x', '/srv').maxBodyBytes, 32 * 1024 * 1024, 'up to the default maxPendingBodyBytes');
 });
 
 test('environment URLs: absolute http(s) in ASCII, with ports, IPv6 hosts, paths, international names as xn--', () => {
@@ -90,6 +91,9 @@ const bad: Array<{ name: string; raw: unknown; expect: RegExp[] }> = [
   { name: 'maxConnections zero', raw: { maxConnections: 0 }, expect: [/maxConnections must be a positive integer/] },
   { name: 'maxPendingBodyBytes a string', raw: { maxPendingBodyBytes: '1mb' }, expect: [/maxPendingBodyBytes must be a positive integer/] },
   { name: 'maxPendingBodyBytes below maxBodyBytes', raw: { maxPendingBodyBytes: 1000 }, expect: [/maxPendingBodyBytes \(1000\) must be at least maxBodyBytes \(65536\)/] },
+  // Without the check both ways, a body that could never be held got "503, retry in 1 s" forever.
+  { name: 'maxBodyBytes above the default maxPendingBodyBytes', raw: { maxBodyBytes: 1e15 }, expect: [/the default maxPendingBodyBytes \(33554432\) must be at least maxBodyBytes \(1000000000000000\)/] },
+  { name: 'maxBodyBytes above maxPendingBodyBytes', raw: { maxBodyBytes: 40_000_000, maxPendingBodyBytes: 39_999_999 }, expect: [/maxPendingBodyBytes \(39999999\) must be at least maxBodyBytes \(40000000\)/] },
   { name: 'cors origin with a path', raw: { cors: { origins: ['https://a.example/x'] } }, expect: [/cors\.origins\[0\]/] },
   { name: 'bad log level', raw: { logLevel: 'loud' }, expect: [/logLevel/] },
   { name: 'maxBodyBytes zero', raw: { maxBodyBytes: 0 }, expect: [/maxBodyBytes/] },

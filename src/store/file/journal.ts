@@ -11,7 +11,7 @@ import type { KeyTable } from '../idempotency.js';
 import type { PetIndex } from '../pet-index.js';
 import { forEachLine, LineTooLongError } from './lines.js';
 import type { LinesRead } from './lines.js';
-import { describeError, errorCode, type Logger, type Pet } from '../../core/index.js';
+import { describeError, errorCode, printable, type Logger, type Pet } from '../../core/index.js';
 
 /**
  * The journal is opened O_DSYNC where the platform has it: each write then returns only once
@@ -76,7 +76,7 @@ export function replayJournal(
     );
   const apply = (text: string, line: number): void => {
     const parsed = parseLine(text);
-    if (parsed instanceof Error) throw damaged(line, `not JSON: ${parsed.message}`);
+    if (parsed instanceof Error) throw damaged(line, `not JSON: ${printable(parsed.message)}`);
     const record = checkJournalRecord(parsed);
     if (typeof record === 'string') throw damaged(line, `the record ${record}`);
     if (record.kind === 'reset') {

@@ -1,7 +1,8 @@
 // Reading a data file line by line, a chunk at a time, so that its size is bounded by the
 // disk and not by V8's largest string (2^29 - 24 characters, about 512 MiB of ASCII): the
 // snapshot and the journals are both one JSON text per line.
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, readSync } from 'node:fs';
+import { openRegularFileSync } from '../../core/index.js';
 
 const NEWLINE = 0x0a;
 /** Bytes read per chunk: one decode and a few thousand lines per read. */
@@ -43,7 +44,7 @@ export class LineTooLongError extends Error {
 /**
  * Calls onLine(text, number) for each newline-terminated line of the file, in order, without
  * the newline; onLine may return false to stop. Throws what openSync/readSync throw (ENOENT
- * included). Lines are decoded from bytes cut at a newline, which is never part of a
+ * included; NotRegularFileError for anything but a regular file). Lines are decoded from bytes cut at a newline, which is never part of a
  * multi-byte UTF-8 character.
  */
 export function forEachLine(
@@ -53,7 +54,8 @@ export function forEachLine(
 ): LinesRead {
   const maxLine = opts.maxLineBytes ?? MAX_LINE_BYTES;
   let buf = Buffer.allocUnsafe(Math.min(opts.chunkBytes ?? DEFAULT_CHUNK_BYTES, maxLine + 1));
-  const fd = openSync(path, 'r');
+  // A FIFO or a device (a symlink to /dev/zero) is refused, not waited on or read forever.
+  const fd = openRegularFileSync(path);
   try {
     let have = 0; // bytes in buf not yet passed on: the start of an unfinished line
     let consumed = 0; // file offset of buf[0]

@@ -16,13 +16,13 @@
 //   writing for good (503 to creates, an error logged): that process now owns the file.
 // - Guarantees hold on a local file system (one kernel sees every mtime and rename), not on
 //   NFS or other shared network file systems.
-import { closeSync, fstatSync, futimesSync, linkSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeSync, fsyncSync, constants } from 'node:fs';
+import { closeSync, fstatSync, futimesSync, linkSync, openSync, readdirSync, realpathSync, renameSync, statSync, unlinkSync, writeSync, fsyncSync, constants } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { describeHolder, formatHolder, judgeLock, parseHolder, thisProcess } from './lock-holder.js';
 import type { Holder } from './lock-holder.js';
-import { describeError, errorCode, fsyncDirSync, systemClock, type Clock, type Logger } from '../../core/index.js';
+import { describeError, errorCode, fsyncDirSync, readRegularFileSync, systemClock, type Clock, type Logger } from '../../core/index.js';
 
 /** How long a lock may go without a heartbeat before it counts as abandoned. */
 export const DEFAULT_LOCK_STALE_MS = 10_000;
@@ -359,7 +359,8 @@ function removeLeftovers(lockPath: string, logger: Logger): void {
 
 function readHolder(path: string): Holder | undefined {
   try {
-    return parseHolder(readFileSync(path, 'utf8'));
+    // A FIFO put in its place must not block the start: only a small regular file is read.
+    return parseHolder(readRegularFileSync(path, 64 * 1024).toString('utf8'));
   } catch {
     return undefined; // gone or unreadable: judged by its heartbeat
   }

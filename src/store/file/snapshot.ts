@@ -1,6 +1,7 @@
 // The snapshot: the whole store as one JSON document, one pet per line, replaced atomically (written to a
 // temporary file, fsynced, renamed over the data file, directory fsynced), so the data file
 // is never half-written.
+import { constants as bufferConstants } from 'node:buffer';
 import { open, rename } from 'node:fs/promises';
 import { checkNextId, checkSnapshot, checkStoredPet, parseHead, petJson, snapshotHead, SNAPSHOT_END, SNAPSHOT_TAIL } from '../codec.js';
 import type { SnapshotContent } from '../codec.js';
@@ -11,7 +12,7 @@ import { KeyedPet, type KeyCursor, type KeyRecord } from '../idempotency.js';
 import type { IndexView } from '../pet-index.js';
 import { forEachLine, LineTooLongError } from './lines.js';
 import type { LineReadOptions, LinesRead } from './lines.js';
-import { describeError, errorCode, readJsonFileSync, type Logger, type Pet } from '../../core/index.js';
+import { describeError, errorCode, printable, readJsonFileSync, type Logger, type Pet } from '../../core/index.js';
 
 /**
  * Pets serialized per write. About 0.5 MB and a few ms of work: the event loop gets control
@@ -142,7 +143,7 @@ class SnapshotLines {
     try {
       value = JSON.parse(text);
     } catch (err) {
-      throw new SnapshotDamage(line, `not JSON: ${describeError(err)}`);
+      throw new SnapshotDamage(line, `not JSON: ${printable(describeError(err))}`);
     }
     const checked = checkStoredPet(value);
     if (typeof checked === 'string') throw new SnapshotDamage(line, `the pet ${checked}`);
@@ -162,7 +163,8 @@ class SnapshotLines {
 
 /** A snapshot in another layout than one pet per line: parsed as one document. */
 function readWholeSnapshot(paths: StorePaths): LoadedSnapshot {
-  const read = readJsonFileSync(paths.snapshot);
+  // Past V8's longest string it could not be parsed whole anyway: refused before it is read.
+  const read = readJsonFileSync(paths.snapshot, bufferConstants.MAX_STRING_LENGTH);
   if (read.kind === 'missing' || read.kind === 'unreadable') {
     throw new StoreOpenError(paths.given, `Cannot read data file ${paths.given}: ${describeError(read.error)}.`, { cause: read.error });
   }

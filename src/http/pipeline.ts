@@ -1,0 +1,73 @@
+// Pipelined requests behind a non-safe one. node:http emits every request it has parsed at
+// once, without waiting for the answer to the one before; RFC 9112 section 9.3.2 allows that
+// only when they all have safe methods. Behind a POST, a GET of the pet it creates would be
+// answered 404 after its 201. So a request that arrives on a connection while a non-safe
+// request of that connection is being answered waits until that answer has finished.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { RequestListener } from './exchange.js';
+
+/** A connection's requests waiting for the non-safe request in flight before them. */
+class Held {
+  /** req, res, req, res, ... in arrival order. */
+  readonly waiting: Array<IncomingMessage | ServerResponse> = [];
+  constructor(readonly run: RequestListener) {}
+}
+
+interface PipelinedSocket extends Socket {
+  /** Set while a non-safe request of this connection is being answered; else undefined. */
+  petstoreHeld?: Held | undefined;
+  /** Kept for the connection's next non-safe request (one allocation per connection). */
+  petstoreHeldSpare?: Held;
+}
+
+/**
+ * The listener, ordered: a request behind a non-safe one on its connection is handled once
+ * that one's response has finished. Costs a request on a connection without a non-safe
+ * request in flight one property check; a non-safe request, one listener on its response.
+ */
+export function orderPipelined(listener: RequestListener): RequestListener {
+  const ordered = (req: IncomingMessage, res: ServerResponse): void => {
+    const socket = req.socket as PipelinedSocket;
+    const held = socket.petstoreHeld;
+    if (held !== undefined) {
+      held.waiting.push(req, res);
+      return;
+    }
+    const method = req.method;
+    if (method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS') {
+      socket.petstoreHeld = socket.petstoreHeldSpare ??= new Held(ordered);
+      res.on('close', settled);
+    }
+    listener(req, res);
+  };
+  return ordered;
+}
+
+/**
+ * The non-safe request's response is done ('close' follows 'finish', or comes alone when
+ * the connection dropped). When node is closing the connection after it (Connection: close,
+ * as every answer has once the server is stopping; or the client went away), the requests
+ * behind would never be answered: they are not handled at all, so nothing is stored for a
+ * client that never hears of it. Otherwise they run in order, until the next non-safe one
+ * holds the rest again.
+ */
+function settled(this: ServerResponse): void {
+  const socket = this.req.socket as PipelinedSocket;
+  const held = socket.petstoreHeld;
+  if (held === undefined) return;
+  socket.petstoreHeld = undefined;
+  if (held.waiting.length === 0) return;
+  const waiting = held.waiting.splice(0);
+  if (socket.destroyed || !socket.writable) return;
+  for (let i = 0; i < waiting.length; i += 2) {
+    // (run() may have set it: TypeScript cannot see that, hence the cast.)
+    const again = socket.petstoreHeld as Held | undefined;
+    if (again !== undefined) {
+      // A non-safe request among them is in flight now: the rest wait for it, in order.
+      for (let j = i; j < waiting.length; j++) again.waiting.push(waiting[j] as IncomingMessage | ServerResponse);
+      return;
+    }
+    held.run(waiting[i] as IncomingMessage, waiting[i + 1] as ServerResponse);
+  }
+}
