@@ -26,6 +26,8 @@ await build({
   legalComments: 'none',
   define: { __PETSTORE_VERSION__: JSON.stringify(pkg.version) },
   banner: { js: '#!/usr/bin/env node' },
+  // Optional drivers of the shared backends, imported only when their URL is given.
+  external: ['ioredis'],
   logLevel: 'warning',
 });
 // The bundle starts with a shebang, so it is a command: ./dist/petstore.js runs it.
