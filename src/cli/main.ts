@@ -46,6 +46,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       seed,
       logger: jsonLogger(resolved.logLevel, out.sink),
       lockStaleMs: lockStaleFromEnv(env),
+      limits: resolved.limits,
     }, resolved.config);
   } catch (err) {
     out.drainTo(safeStderr());

@@ -34,4 +34,6 @@ export interface Config {
   readonly maxConnections: number;
   /** Bytes of unfinished request bodies held in memory at once, all requests together. */
   readonly maxPendingBodyBytes: number;
+  /** redis:// URL of the shared rate-limit state (CONTRACT 9); undefined: limits in process. */
+  readonly limits: string | undefined;
 }

@@ -6,11 +6,12 @@ import type { Config, KeyEntry } from './contract.js';
 import { DEFAULT_PLANS } from './defaults.js';
 import { keyDigest } from './digest.js';
 import { ConfigError } from './errors.js';
+import { limitsUrlProblem } from './limits-url.js';
 
 const TOP_LEVEL = new Set([
   '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
   'anonymousTableSize', 'maxBodyBytes', 'trustProxy', 'cors', 'logLevel',
-  'maxConnections', 'maxPendingBodyBytes', 'maxQueuedWrites',
+  'maxConnections', 'maxPendingBodyBytes', 'maxQueuedWrites', 'limits',
 ]);
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -78,6 +79,9 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     if (f !== undefined) dataFile = resolve(baseDir, f);
   }
   const environments = readEnvironments(r, raw.environments);
+  const limits = raw.limits === undefined || raw.limits === null ? undefined : r.string(raw.limits, 'limits');
+  const limitsProblem = limits === undefined ? undefined : limitsUrlProblem(limits);
+  if (limitsProblem !== undefined) r.problem(`limits ${limitsProblem}`);
   const plans = readPlans(r, raw.plans);
   const keys = readKeys(r, raw.keys, plans);
   const ban = readBan(r, raw.ban);
@@ -105,6 +109,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     host, port, dataFile, environments, plans, keys, ban, anonymous, anonymousTableSize, maxBodyBytes, trustProxy, cors, logLevel,
     ...connections,
     maxQueuedWrites: maxQueuedWrites ?? DEFAULT_MAX_QUEUED_WRITES,
+    limits,
   });
 }
 

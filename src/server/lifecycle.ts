@@ -15,6 +15,7 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.dataFile !== next.dataFile) fields.push('dataFile');
   if (old.maxQueuedWrites !== next.maxQueuedWrites) fields.push('maxQueuedWrites');
   if (old.logLevel !== next.logLevel) fields.push('logLevel');
+  if (old.limits !== next.limits) fields.push('limits');
   return fields;
 }
 

@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ROUTES, openApiRoute } from '../api/index.js';
-import { loadConfigFile, parseConfig, type Config } from '../config/index.js';
+import { limitsUrlProblem, loadConfigFile, parseConfig, type Config } from '../config/index.js';
 import { functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
 import { answerClientError, createApp, refuseConnect } from '../http/index.js';
@@ -12,6 +12,7 @@ import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
 import { openFileStore, openMemoryStore, type PetStore } from '../store/index.js';
 import { StartError, type PetstoreHandle, type StartOptions } from './contract.js';
 import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js';
+import { openLimiters } from './limiters.js';
 
 const SAVE_LIMITS_EVERY_MS = 30_000;
 
@@ -41,18 +42,25 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   const clock = options.clock ?? systemClock;
   const logger = resolveLogger(options.logger, config);
   const dataFile = options.dataFile;
+  const limitsUrl = options.limits ?? config.limits;
+  const limitsProblem = limitsUrl === undefined ? undefined : limitsUrlProblem(limitsUrl);
+  if (limitsProblem !== undefined) throw new StartError(`the limits URL ${limitsProblem}`);
 
   const store: PetStore = dataFile === undefined
     ? openMemoryStore()
     : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs, maxQueuedWrites: config.maxQueuedWrites });
-  const keyLimiter = new MemoryLimiter({ clock, ban: config.ban });
-  const addressLimiter = new MemoryLimiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
+  const limiters = await openLimiters(limitsUrl, config, clock, logger).catch(async (err: unknown) => {
+    await store.close();
+    throw err;
+  });
+  const { keyLimiter, addressLimiter } = limiters;
   let server: Server | undefined;
   let stopping = false;
   try {
     if (options.seed?.length) await store.seed(options.seed);
     // Keys' day buckets and bans outlive a restart beside the data file; addresses' do not.
-    if (dataFile !== undefined) await keyLimiter.persist(`${dataFile}.limits.json`, { intervalMs: SAVE_LIMITS_EVERY_MS, logger });
+    // (In Redis they live in Redis.)
+    if (dataFile !== undefined && keyLimiter instanceof MemoryLimiter) await keyLimiter.persist(`${dataFile}.limits.json`, { intervalMs: SAVE_LIMITS_EVERY_MS, logger });
     const app = createApp({
       store, clock, logger, keyLimiter, addressLimiter, routes: [...ROUTES, openApiRoute(ROUTES, __PETSTORE_VERSION__)],
       config: () => config,
@@ -92,6 +100,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   } catch (err) {
     server?.close();
     await keyLimiter.close().catch(() => undefined);
+    await limiters.link?.close();
     await store.close();
     throw err;
   }
@@ -129,7 +138,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     close() {
       stopping = true;
       closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(() =>
-        releaseAll([() => store.close(), () => keyLimiter.close(), () => addressLimiter.close()]),
+        releaseAll([() => store.close(), () => keyLimiter.close(), () => addressLimiter.close()]).finally(() => limiters.link?.close()),
       );
       return closing;
     },
