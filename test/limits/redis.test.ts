@@ -146,6 +146,19 @@ describe('Redis limiter', { skip }, () => {
     assert.equal((await limiter.take('k', FREE)).remaining, '57', 'the state in Redis was kept: 3 charged there');
   });
 
+  it('close() while Redis hangs: the socket is released at once, nothing holds the process', async (t) => {
+    const sockets = (): number => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
+    const limiter = await openRedisLimiter(redis.url, { prefix: 'close:', clock: new ManualClock(), ban: BAN, logger: recorder() });
+    await limiter.take('k', FREE);
+    redis.pause();
+    t.after(() => redis.resume());
+    await limiter.take('k', FREE);
+    const open = sockets();
+    await limiter.close();
+    await sleep(20);
+    assert.equal(sockets(), open - 1, 'a politely ended socket to a hung server would stay for 2 s');
+  });
+
   it('a Redis that forbids EVAL/EVALSHA is a start error, not a failure per request', async (t) => {
     const locked = await startRedis({ t });
     await locked.command('ACL', 'SETUSER', 'default', '-eval', '-evalsha');
