@@ -26,8 +26,9 @@ await build({
   legalComments: 'none',
   define: { __PETSTORE_VERSION__: JSON.stringify(pkg.version) },
   banner: { js: '#!/usr/bin/env node' },
-  // Optional peer dependencies, imported only when a store URL is given: never bundled.
-  external: ['postgres'],
+  // Optional peer dependencies (the shared backends' drivers), imported only when their URL is
+  // given: never bundled.
+  external: ['postgres', 'ioredis'],
   logLevel: 'warning',
 });
 // The bundle starts with a shebang, so it is a command: ./dist/petstore.js runs it.

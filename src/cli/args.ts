@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfigFile, parseConfig, type Config, type PetstoreConfig } from '../config/index.js';
+import { limitsUrlProblem, loadConfigFile, parseConfig, type Config, type PetstoreConfig } from '../config/index.js';
 import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from '../store/index.js';
 import { petsLocation } from './pets-location.js';
 import defaultConfig from '../../petstore.config.json' with { type: 'json' };
@@ -24,11 +24,12 @@ export const USAGE = `Usage: node dist/petstore.js [options]
   --host H             address to bind (default 127.0.0.1)
   --env NAME           production or staging: whose base URL appears in links
   --seed FILE          add the pets of a JSON array at start
+  --limits URL         keep the rate limits of every process in Redis (redis://host:6379/0)
   --log-level LEVEL    debug, info, warn, error or silent (default info)
   --help               print this help
   --version            print the version
 
-Environment: PETSTORE_CONFIG, PETSTORE_DATA, PETSTORE_STORE, PORT, HOST (a flag wins over its variable);
+Environment: PETSTORE_CONFIG, PETSTORE_DATA, PETSTORE_STORE, PETSTORE_LIMITS, PORT, HOST (a flag wins over its variable);
 PETSTORE_LOCK_STALE_MS (default 10000): a data file lock not refreshed for that long is taken over.
 Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the config file.
 The first line on stdout is "petstore listening on http://HOST:PORT/v1".`;
@@ -62,6 +63,8 @@ export interface Resolved {
   env: 'production' | 'staging' | undefined;
   seedFile: string | undefined;
   logLevel: Config['logLevel'];
+  /** Where the rate limits live (flag > PETSTORE_LIMITS > config); undefined: in process. */
+  limits: string | undefined;
 }
 
 /** Run the service until a signal stops it; resolves with the exit code. */
@@ -85,6 +88,7 @@ export function parse(argv: readonly string[]): Parsed | 'help' | 'version' {
         host: { type: 'string' },
         env: { type: 'string' },
         seed: { type: 'string' },
+        limits: { type: 'string' },
         'log-level': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
@@ -143,7 +147,11 @@ export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: 
   if (level !== undefined && !['debug', 'info', 'warn', 'error', 'silent'].includes(level)) {
     throw new UsageError(`--log-level must be debug, info, warn, error or silent, got "${level}"`);
   }
+  const limitsFlag = str('limits') ?? (env.PETSTORE_LIMITS || undefined);
+  const limitsProblem = limitsFlag === undefined ? undefined : limitsUrlProblem(limitsFlag);
+  if (limitsProblem !== undefined) throw new UsageError(`${str('limits') !== undefined ? '--limits' : 'PETSTORE_LIMITS'} ${limitsProblem}`);
   return {
+    limits: limitsFlag ?? config.limits,
     config, configSource, dataFile, store, memory: flags.memory === true, port, host, env: envName, seedFile: str('seed'),
     logLevel: (level as Config['logLevel'] | undefined) ?? config.logLevel,
   };

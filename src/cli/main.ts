@@ -50,6 +50,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       seed,
       logger,
       lockStaleMs: lockStaleFromEnv(env),
+      limits: resolved.limits,
     }, resolved.config);
   } catch (err) {
     out.drainTo(safeStderr());

@@ -42,4 +42,6 @@ export interface Config {
   readonly metrics: boolean;
   /** The key that opens /__admin (its digest); undefined: those paths do not exist. */
   readonly admin: { readonly digest: string } | undefined;
+  /** redis:// URL of the shared rate-limit state (CONTRACT 9); undefined: limits in process. */
+  readonly limits: string | undefined;
 }

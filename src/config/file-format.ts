@@ -58,6 +58,11 @@ export interface PetstoreConfig {
    * startPetstore, which takes its own `store` option. See README, "Running more than one process".
    */
   store?: string;
+  /**
+   * A `redis://` or `rediss://` URL: the rate limits of every process live in Redis or Valkey.
+   * Applied at restart. See README, "Running more than one process".
+   */
+  limits?: string;
   /** Base URLs (absolute http(s), ASCII, ending in `/v1`) used in links with `env`. Default: the example.com URLs. */
   environments?: { production?: string; staging?: string };
   /** Plan name -> limits. Default: free 60/1,000, pro 300/10,000, business 1,000/100,000. */

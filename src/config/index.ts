@@ -6,3 +6,4 @@ export { DEFAULT_PLANS } from './defaults.js';
 export { keyDigest } from './digest.js';
 export { parseConfig } from './parse.js';
 export { loadConfigFile, repeatedMembers } from './load.js';
+export { limitsUrlProblem } from './limits-url.js';

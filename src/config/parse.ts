@@ -9,12 +9,13 @@ import type { Config, KeyEntry } from './contract.js';
 import { DEFAULT_PLANS } from './defaults.js';
 import { keyDigest } from './digest.js';
 import { ConfigError } from './errors.js';
+import { limitsUrlProblem } from './limits-url.js';
 
 const TOP_LEVEL = new Set([
   '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
   'anonymousTableSize', 'maxBodyBytes', 'trustProxy', 'cors', 'logLevel',
   'maxConnections', 'maxPendingBodyBytes', 'maxQueuedWrites', 'idempotencyRetentionHours', 'metrics', 'admin',
-  'store',
+  'store', 'limits',
 ]);
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -83,6 +84,9 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   }
   const store = readStore(r, raw.store, dataFile);
   const environments = readEnvironments(r, raw.environments);
+  const limits = raw.limits === undefined || raw.limits === null ? undefined : r.string(raw.limits, 'limits');
+  const limitsProblem = limits === undefined ? undefined : limitsUrlProblem(limits);
+  if (limitsProblem !== undefined) r.problem(`limits ${limitsProblem}`);
   const plans = readPlans(r, raw.plans);
   const keys = readKeys(r, raw.keys, plans);
   const ban = readBan(r, raw.ban);
@@ -118,6 +122,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     ...connections, metrics, admin,
     maxQueuedWrites: maxQueuedWrites ?? DEFAULT_MAX_QUEUED_WRITES,
     idempotencyRetentionHours,
+    limits,
   });
 }
 

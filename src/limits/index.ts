@@ -4,3 +4,5 @@ export { checkConfiguration } from './buckets.js';
 export { RATE_LIMIT_HEADERS, setLimitHeaders } from './headers.js';
 export { MemoryLimiter } from './memory.js';
 export type { LimiterOptions } from './memory.js';
+export { RedisLimiter, RedisStartError, openRedisLimiter, openRedisLink, redisWhere } from './redis/index.js';
+export type { RedisLimiterOptions, RedisLink } from './redis/index.js';

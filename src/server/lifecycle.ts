@@ -18,6 +18,7 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.logLevel !== next.logLevel) fields.push('logLevel');
   if (old.idempotencyRetentionHours !== next.idempotencyRetentionHours) fields.push('idempotencyRetentionHours');
   if (old.metrics !== next.metrics) fields.push('metrics');
+  if (old.limits !== next.limits) fields.push('limits');
   return fields;
 }
 

@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ADMIN_ROUTES, Faults, ROUTES, openApiRoute, type AdminControl } from '../api/index.js';
-import { loadConfigFile, parseConfig, type Config } from '../config/index.js';
+import { limitsUrlProblem, loadConfigFile, parseConfig, type Config } from '../config/index.js';
 import { asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
 import { answerClientError, createApp, orderPipelined, refuseConnect } from '../http/index.js';
@@ -13,6 +13,7 @@ import { ServiceMetrics } from '../metrics/index.js';
 import { hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore } from '../store/index.js';
 import { StartError, type PetstoreHandle, type StartOptions } from './contract.js';
 import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js';
+import { openLimiters } from './limiters.js';
 
 const SAVE_LIMITS_EVERY_MS = 30_000;
 
@@ -48,6 +49,9 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     ? new ServiceMetrics({ operations: [...routes.map((r) => r.operationId), 'healthz', ...ADMIN_ROUTES.map((r) => r.operationId)], version: __PETSTORE_VERSION__ })
     : undefined;
 
+  const limitsUrl = options.limits ?? config.limits;
+  const limitsProblem = limitsUrl === undefined ? undefined : limitsUrlProblem(limitsUrl);
+  if (limitsProblem !== undefined) throw new StartError('config', `the limits URL ${limitsProblem}`);
   if (options.store !== undefined && dataFile !== undefined) throw new StartError('config', 'store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
   const idempotencyRetentionMs = config.idempotencyRetentionHours * 3_600_000;
   const store: PetStore = await (options.store !== undefined
@@ -63,8 +67,12 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   });
   if (metrics !== undefined && hasPageVersion(store)) metrics.petsStored = () => store.count;
   const faults = new Faults();
-  const keyLimiter = new MemoryLimiter({ clock, ban: config.ban });
-  const addressLimiter = new MemoryLimiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize });
+  const limiters = await openLimiters(limitsUrl, config, clock, logger).catch(async (err: unknown) => {
+    metrics?.close();
+    await store.close();
+    throw err;
+  });
+  const { keyLimiter, addressLimiter } = limiters;
   /** Empty store, limits and bans cleared, faults cleared: reset() and POST /__admin/reset. */
   const resetAll = async (): Promise<void> => {
     faults.clear();
@@ -79,7 +87,8 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   try {
     if (options.seed?.length) await store.seed(options.seed).catch((err: unknown) => { throw asStartError('seed', err); });
     // Keys' day buckets and bans outlive a restart beside the data file; addresses' do not.
-    if (dataFile !== undefined) {
+    // Keys' day buckets and bans outlive a restart beside the data file (in Redis they live in Redis).
+    if (dataFile !== undefined && keyLimiter instanceof MemoryLimiter) {
       await keyLimiter.persist(`${dataFile}.limits.json`, { intervalMs: SAVE_LIMITS_EVERY_MS, logger })
         .catch((err: unknown) => { throw asStartError('limits', err); });
     }
@@ -128,6 +137,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     server?.close();
     metrics?.close();
     await keyLimiter.close().catch(() => undefined);
+    await limiters.link?.close();
     await store.close();
     throw err;
   }
@@ -166,7 +176,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
       stopping = true;
       closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(() => {
         metrics?.close();
-        return releaseAll([() => store.close(), () => keyLimiter.close(), () => addressLimiter.close()]);
+        return releaseAll([() => store.close(), () => keyLimiter.close(), () => addressLimiter.close()]).finally(() => limiters.link?.close());
       });
       return closing;
     },

@@ -1,0 +1,122 @@
+// Opening the Redis limits: load the driver (ioredis, an optional peer dependency, imported
+// only here and only when a limits URL is given), connect, and check at start that the server
+// runs our script, so that a Redis that forbids EVALSHA is one clear start error rather than
+// a failure per request.
+import type { Clock, Logger } from '../../core/index.js';
+import type { BanPolicy } from '../contract.js';
+import { RedisLink, SCRIPT_SHA, type RedisClient } from './link.js';
+import { RedisLimiter } from './limiter.js';
+import { PROBE, TAKE_SCRIPT } from './script.js';
+
+/** A start failure with one line for the operator (missing driver, refused script, bad URL). */
+export class RedisStartError extends Error {}
+
+export interface RedisLinkOpenOptions {
+  readonly logger: Logger;
+  /** A command without an answer in this many ms fails, and the fallback answers (default 250). */
+  readonly commandTimeoutMs?: number;
+  /** How long the start waits for Redis before starting in fallback (default 2000). */
+  readonly connectTimeoutMs?: number;
+  /** ms between probes while Redis does not answer (default 1000). */
+  readonly probeEveryMs?: number;
+}
+
+/** The URL as logs may show it: no user name, no password. */
+export function redisWhere(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return '(unparseable URL)';
+  }
+}
+
+type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisClient & {
+  connect(): Promise<void>;
+  on(event: 'error', fn: (err: Error) => void): unknown;
+};
+
+async function loadDriver(): Promise<RedisConstructor> {
+  let mod: { default: unknown };
+  try {
+    // External in build.mjs: resolved from the installation's node_modules at run time.
+    mod = (await import('ioredis')) as { default: unknown };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
+      throw new RedisStartError('the limits URL needs the Redis driver ioredis, which is not installed: run `npm install ioredis`');
+    }
+    throw err;
+  }
+  return mod.default as RedisConstructor;
+}
+
+/** A reply from Redis (NOPERM, unknown command, WRONGPASS...) rather than a lost connection. */
+function isReply(err: unknown): err is Error {
+  return err instanceof Error && (err.name === 'ReplyError' || /^(NOPERM|ERR|WRONGPASS|NOAUTH|WRONGTYPE)\b/.test(err.message));
+}
+
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Connects to `url` and checks that it runs the script. Redis unreachable at start: the link
+ * starts down (one error line) and comes up by itself, so a deploy during an outage still
+ * starts. Redis answering but refusing the script (or the credentials): RedisStartError.
+ */
+export async function openRedisLink(url: string, opts: RedisLinkOpenOptions): Promise<RedisLink> {
+  const where = redisWhere(url);
+  const Redis = await loadDriver();
+  const client = new Redis(url, {
+    lazyConnect: true,
+    // The traps (link.ts): no queue while disconnected, no retry of a failed command, and a
+    // short timeout on a sent command, so a hung Redis costs one timeout, then the fallback.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: opts.commandTimeoutMs ?? 250,
+    connectTimeout: opts.connectTimeoutMs ?? 2000,
+    retryStrategy: (times: number) => Math.min(50 * 2 ** times, 1000),
+  });
+  // ioredis emits 'error' on every failed reconnect; the link logs changes, not attempts.
+  client.on('error', () => undefined);
+  let up = true;
+  try {
+    await within(client.connect(), opts.connectTimeoutMs ?? 2000, 'connect');
+    // Loads the script (EVAL caches it), then runs it the way every request will (EVALSHA).
+    await client.eval(TAKE_SCRIPT, 0, PROBE);
+    await client.evalsha(SCRIPT_SHA, 0, PROBE);
+  } catch (err) {
+    if (isReply(err)) {
+      client.disconnect();
+      throw new RedisStartError(
+        `Redis at ${where} refuses the limiter's script (${err.message}): the limits need EVAL and EVALSHA ` +
+        '(server-side Lua scripts) and valid credentials; allow them for this user, or run without --limits',
+      );
+    }
+    up = false;
+    opts.logger.log('error', 'limits: Redis does not answer at start; each process limits on its own until it does', {
+      redis: where, error: err instanceof Error ? err.message : String(err),
+    });
+  }
+  return new RedisLink(client, { logger: opts.logger, where, up, probeEveryMs: opts.probeEveryMs });
+}
+
+export interface RedisLimiterOpenOptions extends RedisLinkOpenOptions {
+  readonly prefix: string;
+  readonly clock: Clock;
+  readonly ban: BanPolicy;
+  readonly maxEntries?: number;
+  /** FOR TESTS ONLY: see RedisLimiterOptions.testTime. */
+  readonly testTime?: () => number;
+}
+
+/** One limiter on a connection of its own (closed with it). */
+export async function openRedisLimiter(url: string, opts: RedisLimiterOpenOptions): Promise<RedisLimiter> {
+  const link = await openRedisLink(url, opts);
+  return new RedisLimiter(link, { ...opts, ownsLink: true });
+}

@@ -1,0 +1,108 @@
+// The one server-side step of the Redis limiter: both token buckets, the ban and the expiry of
+// one id, atomically, in one round trip (EVALSHA). It is buckets.ts and MemoryLimiter.take()
+// written in Lua, operation for operation, so that both limiters give the same answers (one
+// table of cases runs on both: test/limits/limiter-cases.test.ts). The headers are built from
+// its reply by the same limitResult() as the memory limiter's (headers.ts).
+//
+// Time is the Redis server's (TIME), so processes whose clocks disagree charge the same
+// buckets the same way. TIME is a wall clock: a step back on the Redis host refills nothing
+// (elapsed is clamped at 0) and lengthens running bans by the step.
+//
+// State per id: a hash {m, d: tokens in token-ms of window (buckets.ts), at: ms of the last
+// refill, k: strikes, b: ms at which the ban ends}. Numbers are written with %.17g, which
+// round-trips a double exactly, so no precision is lost between requests.
+//
+// The hash expires (PEXPIRE) when both buckets would be full again and any ban is over.
+// Nothing is lost by it: a full bucket admits the next request, which would reset the strikes
+// anyway, so an expired id is exactly a fresh one. Redis memory stays bounded by the ids seen
+// within a day.
+
+/** Outcome codes of the reply, in the order of LimitOutcome. */
+export const OUTCOMES = ['ok', 'rate_limited', 'temporarily_banned'] as const;
+
+/** ARGV[1] of the start-up check: answers "ok" without touching any key. */
+export const PROBE = 'probe';
+
+/**
+ * KEYS[1]: the id's hash. ARGV: perMinute, perDay, ban.after (-1: never), ban length in ms,
+ * and optionally ARGV[5], the time in ms: FOR TESTS ONLY (the shared table of cases drives
+ * both limiters with one manual clock). The service never passes it: production always uses
+ * TIME.
+ * Reply: { outcome code, minute tokens, day tokens, ms until admitted (Retry-After), now }.
+ */
+export const TAKE_SCRIPT = `
+if ARGV[1] == '${PROBE}' then return 'ok' end
+local MINUTE_MS, DAY_MS = 60000, 86400000
+local pm, pd = tonumber(ARGV[1]), tonumber(ARGV[2])
+local banAfter, banMs = tonumber(ARGV[3]), tonumber(ARGV[4])
+local now
+if ARGV[5] then
+  now = tonumber(ARGV[5])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+end
+
+-- buckets.ts: slackMs, msUntilToken, msUntilFull
+local function slack(w, cap)
+  local tokenMs = w / cap
+  if tokenMs < 1 then return tokenMs * 0.001 end
+  return 0.001
+end
+local function untilToken(units, w, cap)
+  local ms = (w - units) / cap - slack(w, cap)
+  if ms > 0 then return ms end
+  return 0
+end
+local function untilFull(units, w, cap)
+  local ms = w - units / cap - slack(w, cap)
+  if ms > 0 then return ms end
+  return 0
+end
+
+local mcap, dcap = pm * MINUTE_MS, pd * DAY_MS
+local minute, day, at, strikes, bannedUntil = mcap, dcap, now, 0, 0
+local s = redis.call('HMGET', KEYS[1], 'm', 'd', 'at', 'k', 'b')
+if s[1] then
+  minute, day, at = tonumber(s[1]), tonumber(s[2]), tonumber(s[3])
+  strikes, bannedUntil = tonumber(s[4]), tonumber(s[5])
+end
+
+-- buckets.ts refill(): clamped even when no time passed (the limits may have shrunk)
+local elapsed = 0
+if now > at then elapsed = now - at end
+minute = math.min(mcap, minute + elapsed * pm)
+day = math.min(dcap, day + elapsed * pd)
+
+local admitIn = math.max(untilToken(minute, MINUTE_MS, pm), untilToken(day, DAY_MS, pd))
+local outcome, wait
+if bannedUntil > now then
+  -- A ban is not extended by requests made during it, and charges nothing.
+  outcome = 2
+  wait = math.max(bannedUntil - now, admitIn)
+elseif admitIn == 0 then
+  -- Both buckets hold a token: take one from each (a refusal takes from neither).
+  minute = math.max(0, minute - MINUTE_MS)
+  day = math.max(0, day - DAY_MS)
+  strikes = 0
+  outcome = 0
+  wait = 0
+else
+  strikes = strikes + 1
+  if banAfter >= 0 and strikes > banAfter + 1 and banMs > 0 then
+    strikes = 0
+    bannedUntil = now + banMs
+    outcome = 2
+    wait = math.max(bannedUntil - now, admitIn)
+  else
+    outcome = 1
+    wait = admitIn
+  end
+end
+
+local function num(x) return string.format('%.17g', x) end
+redis.call('HSET', KEYS[1], 'm', num(minute), 'd', num(day), 'at', num(now), 'k', strikes, 'b', num(bannedUntil))
+local ttl = math.max(untilFull(minute, MINUTE_MS, pm), untilFull(day, DAY_MS, pd), bannedUntil - now)
+redis.call('PEXPIRE', KEYS[1], string.format('%d', math.max(1, math.ceil(ttl))))
+return { outcome, num(minute), num(day), num(wait), num(now) }
+`;

@@ -1,0 +1,34 @@
+// The limits URL (CONTRACT 9) and the config field `limits`: a clear refusal of what is not a
+// Redis URL, never echoing it (it may hold a password). --limits and PETSTORE_LIMITS, and their
+// precedence, are tested on the bundle (test/bundle/redis-limits.test.ts).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ConfigError, limitsUrlProblem, parseConfig } from '../../src/config/index.js';
+
+test('accepted limits URLs', () => {
+  for (const url of ['redis://127.0.0.1:6379/0', 'redis://h', 'rediss://user:secret@cache.example.com:6380/2', 'redis://[::1]:6379', 'redis://:pw@h:1/']) {
+    assert.equal(limitsUrlProblem(url), undefined, url);
+  }
+});
+
+test('refused limits URLs say why, without echoing the URL', () => {
+  const cases: Array<[string, RegExp]> = [
+    ['not a url', /must be a URL such as redis:\/\/host:6379\/0/],
+    ['http://h:6379', /redis:\/\/ or rediss:\/\/.*got http:\/\//],
+    ['postgres://u:secret@h/db', /got postgres:\/\//],
+    ['redis://u:secret@h:6379/zero', /database number/],
+  ];
+  for (const [url, why] of cases) {
+    const problem = limitsUrlProblem(url) ?? '';
+    assert.match(problem, why, url);
+    assert.equal(problem.includes('secret'), false);
+  }
+});
+
+test('config field "limits": kept when valid, refused (with the field named) when not', () => {
+  assert.equal(parseConfig({}, 'x', '/srv').limits, undefined);
+  assert.equal(parseConfig({ limits: 'redis://h:6379/0' }, 'x', '/srv').limits, 'redis://h:6379/0');
+  for (const bad of ['ftp://h', '', 42]) {
+    assert.throws(() => parseConfig({ limits: bad }, 'test.json', '/srv'), (err: unknown) => err instanceof ConfigError && err.problems.some((p) => p.startsWith('limits ')));
+  }
+});

@@ -1,0 +1,220 @@
+// One table of cases, run on both limiters: the in-memory one with a manual clock, and the Redis
+// one on a real Redis with the script's time argument (the test-only path; the service uses
+// the server's TIME) set to the same instants. Every result, outcome and every header value,
+// must be identical, and the outcomes must be the ones the table expects.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { ManualClock } from '../../src/core/clock.js';
+import { silentLogger, type Limits } from '../../src/core/index.js';
+import { MemoryLimiter, openRedisLimiter, type BanPolicy, type LimitOutcome, type LimitResult, type RedisLimiter } from '../../src/limits/index.js';
+import { skipUnless } from '../support/engines.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+
+const START = Date.UTC(2026, 0, 1);
+const FREE: Limits = { perMinute: 60, perDay: 1000 };
+const NO_BAN: BanPolicy = { after: 20, seconds: 0 };
+
+interface Step {
+  /** ms since the case's start (dyadic fractions only, so START + at is exact on both sides). */
+  readonly at: number;
+  /** How many takes at that instant (default 1); each must have `expect`. */
+  readonly n?: number;
+  readonly id?: string;
+  readonly limits?: Limits;
+  readonly expect: LimitOutcome;
+  /** Headers of the last take of the step, checked too. */
+  readonly remaining?: string;
+  readonly retryAfter?: number;
+}
+
+interface Case {
+  readonly name: string;
+  readonly limits: Limits;
+  readonly ban: BanPolicy;
+  readonly steps: readonly Step[];
+}
+
+const CASES: readonly Case[] = [
+  {
+    name: 'a fresh id has full buckets; the minute bucket binds',
+    limits: FREE, ban: NO_BAN,
+    steps: [{ at: 0, expect: 'ok', remaining: '59' }, { at: 0, expect: 'ok', remaining: '58' }],
+  },
+  {
+    name: 'the minute bucket drains; 429 with Retry-After; waiting it is admitted',
+    limits: FREE, ban: NO_BAN,
+    steps: [
+      { at: 0, n: 60, expect: 'ok' },
+      { at: 0, expect: 'rate_limited', remaining: '0', retryAfter: 1 },
+      { at: 500, expect: 'rate_limited', retryAfter: 1 },
+      { at: 1000, expect: 'ok', remaining: '0' },
+      { at: 1000, expect: 'rate_limited' },
+      { at: 61_000, n: 60, expect: 'ok' },
+    ],
+  },
+  {
+    name: 'a refusal by the minute bucket takes nothing from the day bucket',
+    limits: { perMinute: 2, perDay: 5 }, ban: NO_BAN,
+    steps: [
+      { at: 0, n: 2, expect: 'ok' },
+      { at: 0, n: 10, expect: 'rate_limited' },
+      // Had the 10 refusals charged the day bucket, these would be refused.
+      { at: 60_000, n: 2, expect: 'ok', remaining: '0' },
+      { at: 120_000, expect: 'ok', remaining: '0' },
+      { at: 180_000, expect: 'rate_limited' },
+    ],
+  },
+  {
+    name: 'a refusal by the day bucket takes nothing from the minute bucket',
+    limits: { perMinute: 4, perDay: 3 }, ban: NO_BAN,
+    steps: [
+      { at: 0, n: 3, expect: 'ok' },
+      { at: 0, n: 5, expect: 'rate_limited' },
+      // One day token back after 8 h; the minute bucket was never charged by the refusals.
+      { at: 28_800_000, expect: 'ok' },
+      { at: 28_800_000, expect: 'rate_limited' },
+    ],
+  },
+  {
+    name: 'ban.after further refusals, then a ban; requests during it neither charge nor extend it',
+    limits: FREE, ban: { after: 2, seconds: 10 },
+    steps: [
+      { at: 0, n: 60, expect: 'ok' },
+      { at: 0, n: 3, expect: 'rate_limited' },
+      { at: 0, expect: 'temporarily_banned', remaining: '0', retryAfter: 10 },
+      { at: 5000, n: 3, expect: 'temporarily_banned', retryAfter: 5 },
+      { at: 10_000, n: 10, expect: 'ok' },
+      { at: 10_000, expect: 'rate_limited' },
+    ],
+  },
+  {
+    name: 'a ban shorter than a token\'s refill: Retry-After covers the refill',
+    limits: { perMinute: 1, perDay: 1000 }, ban: { after: 0, seconds: 1 },
+    steps: [
+      { at: 0, expect: 'ok' },
+      { at: 0, expect: 'rate_limited', retryAfter: 60 },
+      { at: 0, expect: 'temporarily_banned', retryAfter: 60 },
+      { at: 30_000, expect: 'rate_limited', retryAfter: 30 },
+      { at: 60_000, expect: 'ok' },
+    ],
+  },
+  {
+    name: 'ban.seconds 0: no bans, only 429s',
+    limits: { perMinute: 1, perDay: 10 }, ban: { after: 0, seconds: 0 },
+    steps: [{ at: 0, expect: 'ok' }, { at: 0, n: 50, expect: 'rate_limited' }],
+  },
+  {
+    name: 'a small plan at fractional instants: waiting exactly Retry-After is admitted',
+    limits: { perMinute: 7, perDay: 100 }, ban: { after: 1, seconds: 300 },
+    steps: [
+      { at: 0.5, n: 7, expect: 'ok' },
+      { at: 0.75, expect: 'rate_limited', retryAfter: 9 },
+      { at: 9000.75, expect: 'ok' },
+      { at: 9001.25, n: 2, expect: 'rate_limited' },
+      { at: 9001.5, expect: 'temporarily_banned', retryAfter: 300 },
+    ],
+  },
+  {
+    name: 'the largest limits (10^12) count whole tokens',
+    limits: { perMinute: 1e12, perDay: 1e12 }, ban: NO_BAN,
+    steps: [{ at: 0, n: 5, expect: 'ok', remaining: '999999999995' }, { at: 0.25, expect: 'ok' }],
+  },
+  {
+    name: 'limits that shrink between requests (a reload) clamp the tokens',
+    limits: FREE, ban: NO_BAN,
+    steps: [
+      { at: 0, n: 3, expect: 'ok', remaining: '57' },
+      { at: 1000, limits: { perMinute: 10, perDay: 20 }, expect: 'ok', remaining: '9' },
+      { at: 1000, limits: { perMinute: 10, perDay: 20 }, n: 9, expect: 'ok' },
+      { at: 1000, limits: { perMinute: 10, perDay: 20 }, expect: 'rate_limited' },
+    ],
+  },
+  {
+    name: 'a clock that goes back refills nothing',
+    limits: { perMinute: 2, perDay: 100 }, ban: NO_BAN,
+    steps: [
+      { at: 5000, n: 2, expect: 'ok' },
+      { at: 3000, expect: 'rate_limited' },
+      { at: 33_000, expect: 'ok' },
+    ],
+  },
+  {
+    name: 'ids are independent (keyless per-address budgets, IPv4 and an IPv6 /64)',
+    limits: { perMinute: 2, perDay: 500 }, ban: NO_BAN,
+    steps: [
+      { at: 0, id: '203.0.113.7', n: 2, expect: 'ok' },
+      { at: 0, id: '203.0.113.7', expect: 'rate_limited' },
+      { at: 0, id: '2001:db8:1:2::/64', n: 2, expect: 'ok' },
+      { at: 0, id: '2001:db8:1:2::/64', expect: 'rate_limited' },
+    ],
+  },
+];
+
+/** A result as plain data, so the two limiters' results compare field by field. */
+const plain = (r: LimitResult): Record<string, unknown> => ({ ...r });
+
+interface Taker {
+  at(ms: number): void;
+  take(id: string, limits: Limits): LimitResult | Promise<LimitResult>;
+}
+
+async function run(c: Case, limiter: Taker): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  for (const [i, step] of c.steps.entries()) {
+    limiter.at(step.at);
+    let last: LimitResult | undefined;
+    for (let k = 0; k < (step.n ?? 1); k++) {
+      last = await limiter.take(step.id ?? 'id', step.limits ?? c.limits);
+      assert.equal(last.outcome, step.expect, `step ${i} (at ${step.at}), take ${k + 1}`);
+      out.push(plain(last));
+    }
+    if (step.remaining !== undefined) assert.equal(last?.remaining, step.remaining, `step ${i} remaining`);
+    if (step.retryAfter !== undefined) assert.equal(last?.retryAfter, step.retryAfter, `step ${i} Retry-After`);
+  }
+  return out;
+}
+
+function memoryTaker(c: Case): Taker {
+  const clock = new ManualClock(START);
+  const limiter = new MemoryLimiter({ clock, ban: c.ban });
+  return {
+    at: (ms) => clock.advance(ms - clock.monotonic()),
+    take: (id, limits) => limiter.take(id, limits),
+  };
+}
+
+const skip = skipUnless('the Redis limiter against the shared table of cases', ['redis']);
+
+describe('one table of cases, both limiters', () => {
+  for (const c of CASES) {
+    it(`memory: ${c.name}`, async () => {
+      await run(c, memoryTaker(c));
+    });
+  }
+});
+
+describe('the Redis limiter gives the memory limiter\'s answers', { skip }, () => {
+  let redis: RedisServer;
+  const opened: RedisLimiter[] = [];
+  before(async () => {
+    redis = await startRedis();
+  });
+  after(async () => {
+    for (const l of opened) await l.close();
+    await redis.close();
+  });
+
+  for (const [n, c] of CASES.entries()) {
+    it(`redis: ${c.name}`, async () => {
+      const expected = await run(c, memoryTaker(c));
+      let now = START;
+      const limiter = await openRedisLimiter(redis.url, {
+        prefix: `case${n}:`, clock: new ManualClock(START), ban: c.ban, logger: silentLogger, testTime: () => now,
+      });
+      opened.push(limiter);
+      const got = await run(c, { at: (ms) => { now = START + ms; }, take: (id, limits) => limiter.take(id, limits) });
+      assert.deepEqual(got, expected);
+      assert.equal(limiter.shared, true, 'every answer came from Redis');
+    });
+  }
+});

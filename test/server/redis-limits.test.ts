@@ -1,0 +1,50 @@
+// startPetstore({ limits }): the embedding API with limits in Redis. Both limiters keep their
+// state under their own prefix; reset() deletes it (SCAN by prefix); close() quits the
+// connection; a data file's limits file is not used (the state lives in Redis); a bad URL is
+// a start error.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { StartError } from '../../src/server/contract.js';
+import { REDIS_PREFIXES } from '../../src/server/limiters.js';
+import { startPetstore } from '../../src/server/start.js';
+import { KEYS, call, tempDir, testConfig } from '../helpers.js';
+import { skipUnless } from '../support/engines.js';
+import { startRedis } from '../support/redis.js';
+
+const skip = skipUnless('startPetstore with limits in Redis', ['redis']);
+
+test('startPetstore({ limits }): keys and addresses in Redis, reset() empties them, close() quits', { skip }, async (t) => {
+  const redis = await startRedis({ t });
+  const admin = new Redis(redis.url);
+  t.after(() => admin.disconnect());
+  const dataFile = join(tempDir(), 'pets.json');
+  // Another unrelated key in the same database stays.
+  await admin.set('someone-else', '1');
+  const handle = await startPetstore({ port: 0, config: testConfig(), dataFile, limits: redis.url });
+  assert.equal((await call(`${handle.url}/pets`, { key: KEYS.free })).headers.get('x-ratelimit-remaining'), '59');
+  assert.equal((await call(`${handle.url}/pets`)).status, 401);
+  const keys = (await admin.keys('petstore:*')).sort();
+  assert.equal(keys.length, 2, keys.join(' '));
+  assert.ok(keys[0]?.startsWith(REDIS_PREFIXES.addresses), keys[0]);
+  assert.ok(keys[1]?.startsWith(REDIS_PREFIXES.keys), keys[1]);
+  assert.equal(keys.some((k) => k.includes(KEYS.free)), false, 'a key is stored only as its digest');
+
+  await handle.reset();
+  assert.deepEqual(await admin.keys('petstore:*'), []);
+  assert.equal(await admin.get('someone-else'), '1');
+  assert.equal((await call(`${handle.url}/pets`, { key: KEYS.free })).headers.get('x-ratelimit-remaining'), '59');
+
+  const clients = async (): Promise<number> => (await admin.client('LIST') as string).trim().split('\n').length;
+  assert.equal(await clients(), 2, 'one connection for both limiters, and ours');
+  await handle.close();
+  assert.equal(await clients(), 1, 'close() quit the connection');
+  assert.equal(existsSync(`${dataFile}.limits.json`), false, 'no limits file: the state lives in Redis');
+});
+
+test('startPetstore({ limits }) with a URL that is not a Redis URL: StartError, nothing listening', async () => {
+  await assert.rejects(startPetstore({ port: 0, config: testConfig(), limits: 'memcached://h:11211' }),
+    (err: unknown) => err instanceof StartError && /^the limits URL must be a redis:\/\/ or rediss:\/\/ URL/.test((err as Error).message));
+});
