@@ -1,17 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { ConfigError, parseConfig } from '../../src/config/index.js';
+import { parseConfig } from '../../src/config/index.js';
+import { problems } from './problems.js';
 
-function problems(raw: unknown): string[] {
-  try {
-    parseConfig(raw, 'test.json', '/srv');
-  } catch (err) {
-    assert.ok(err instanceof ConfigError);
-    return [...err.problems];
-  }
-  return [];
-}
 
 test('defaults: spec plans, ban, anonymous budget, 64 KiB bodies', () => {
   const c = parseConfig({}, 'x', '/srv');

@@ -2,19 +2,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { ConfigError, parseConfig } from '../../src/config/index.js';
+import { parseConfig } from '../../src/config/index.js';
+import { problems } from './problems.js';
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
-function problems(raw: unknown): string[] {
-  try {
-    parseConfig(raw, 'test.json', '/srv');
-  } catch (err) {
-    assert.ok(err instanceof ConfigError);
-    return [...err.problems];
-  }
-  return [];
-}
 
 test('metrics and admin are off by default', () => {
   const c = parseConfig({}, 'x', '/srv');

@@ -2,20 +2,12 @@
 // is not a plan unless the config defines it (issue 11, item 11).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, parseConfig } from '../../src/config/index.js';
+import { parseConfig } from '../../src/config/index.js';
 import { call, startBundle, tempDir, writeConfig } from '../helpers.js';
+import { problems } from './problems.js';
 
 const PROTOTYPE_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'];
 
-function problems(raw: unknown): string[] {
-  try {
-    parseConfig(raw, 'test.json', '/srv');
-  } catch (err) {
-    assert.ok(err instanceof ConfigError);
-    return [...err.problems];
-  }
-  return [];
-}
 
 for (const name of PROTOTYPE_NAMES) {
   test(`plan "${name}" is unknown when the config has no plans field (default plans)`, () => {

@@ -2,18 +2,10 @@
 // echoed in a problem message (it may hold a password).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, parseConfig } from '../../src/config/index.js';
+import { parseConfig } from '../../src/config/index.js';
 import { restartOnlyChanges } from '../../src/server/lifecycle.js';
+import { problems } from './problems.js';
 
-function problems(raw: unknown): string[] {
-  try {
-    parseConfig(raw, 'test.json', '/srv');
-  } catch (err) {
-    assert.ok(err instanceof ConfigError);
-    return [...err.problems];
-  }
-  return [];
-}
 
 test('store: absent by default; a postgres:// or postgresql:// URL is kept as given', () => {
   assert.equal(parseConfig({}, 'x', '/srv').store, undefined);

@@ -4,20 +4,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
-import { ConfigError, parseConfig } from '../../src/config/index.js';
+import { parseConfig } from '../../src/config/index.js';
 import { call, startBundle, tempDir, writeConfig } from '../helpers.js';
 import { MemoryLimiter, type LimitResult, setLimitHeaders } from '../../src/limits/index.js';
 import { MAX_LIMIT, type Limits } from '../../src/core/index.js';
+import { problems } from '../config/problems.js';
 
-function problems(raw: unknown): string[] {
-  try {
-    parseConfig(raw, 'test.json', '/srv');
-  } catch (err) {
-    assert.ok(err instanceof ConfigError);
-    return [...err.problems];
-  }
-  return [];
-}
 
 /** A header as the app sets it: through the one mapping from a result to header fields. */
 function header(r: LimitResult, name: string): string | undefined {

@@ -171,3 +171,28 @@ export function track(d: Disposable): () => void {
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
 }
+
+/** A throwaway server of a test engine (PostgreSQL, Redis), as the start functions return it. */
+export interface EngineServer {
+  /** The URL petstore is given (`postgres://...`, `redis://...`). */
+  readonly url: string;
+  readonly port: number;
+  /** The temp directory the server runs in. */
+  readonly dir: string;
+  readonly running: boolean;
+  /** A clean stop; the directory stays, so start() can bring the same server back. */
+  stop(): Promise<void>;
+  /** SIGKILL to every process of the server at once, like a power cut of the server alone. */
+  kill(): Promise<void>;
+  /** SIGSTOP: connections stay open and nothing answers (a hung server). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
+  /** Starts again on the same port and directory. */
+  start(): Promise<void>;
+  restart(): Promise<void>;
+  /** Stops and removes the directory; safe to call twice. */
+  close(): Promise<void>;
+  /** What the server logged so far (the tail), for assertion messages. */
+  log(): string;
+}

@@ -5,7 +5,7 @@ import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_proces
 import { chownSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { binaries, isRoot, lookupUser, removeDir, track, type AfterHook, type AvailabilityOptions, type PosixUser } from './engines.js';
+import { binaries, isRoot, lookupUser, removeDir, track, type AfterHook, type AvailabilityOptions, type EngineServer, type PosixUser } from './engines.js';
 import { freePort } from './free-port.js';
 
 export interface PostgresOptions extends AvailabilityOptions {
@@ -19,31 +19,13 @@ export interface PostgresOptions extends AvailabilityOptions {
   readonly startTimeoutMs?: number;
 }
 
-export interface PostgresServer {
+/** A PostgreSQL server: stop() is a fast shutdown (committed data kept), start() recovers after kill(). */
+export interface PostgresServer extends EngineServer {
   /** `postgres://postgres@127.0.0.1:PORT/DATABASE` (trust authentication, no password). */
   readonly url: string;
-  readonly port: number;
   readonly database: string;
-  /** The temp directory: `data/` and the Unix socket. */
-  readonly dir: string;
-  readonly running: boolean;
-  /** Fast shutdown (SIGINT: open sessions are ended, committed data kept); the data directory stays. */
-  stop(): Promise<void>;
-  /** SIGKILL to the postmaster and every backend at once, like a power cut of the server alone. */
-  kill(): Promise<void>;
-  /** SIGSTOP to every process: connections stay open and nothing answers (a hung server). */
-  pause(): void;
-  /** SIGCONT after pause(). */
-  resume(): void;
-  /** Starts again on the same port and data directory (after a kill, with crash recovery). */
-  start(): Promise<void>;
-  restart(): Promise<void>;
-  /** Stops and removes the directory; safe to call twice. */
-  close(): Promise<void>;
   /** Runs SQL through psql in the test database; resolves with its unaligned output. */
   psql(sql: string): Promise<string>;
-  /** What the server wrote to its log so far (the tail), for assertion messages. */
-  log(): string;
 }
 
 const LOG_LIMIT = 64 * 1024;

@@ -5,7 +5,7 @@ import { mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { binaries, removeDir, track, type AfterHook, type AvailabilityOptions } from './engines.js';
+import { binaries, removeDir, track, type AfterHook, type AvailabilityOptions, type EngineServer } from './engines.js';
 import { freePort, sleep } from './free-port.js';
 
 export interface RedisOptions extends AvailabilityOptions {
@@ -17,30 +17,12 @@ export interface RedisOptions extends AvailabilityOptions {
   readonly startTimeoutMs?: number;
 }
 
-export interface RedisServer {
+/** A Redis server with nothing saved: stop() or kill() loses its data, start() comes back empty. */
+export interface RedisServer extends EngineServer {
   /** `redis://127.0.0.1:PORT/0` */
   readonly url: string;
-  readonly port: number;
-  /** The temp directory (the server's --dir; empty, nothing is saved). */
-  readonly dir: string;
-  readonly running: boolean;
-  /** SIGTERM: Redis closes its clients and exits. Its data is gone (no persistence). */
-  stop(): Promise<void>;
-  /** SIGKILL. */
-  kill(): Promise<void>;
-  /** SIGSTOP: connections stay open and nothing answers (a hung server). */
-  pause(): void;
-  /** SIGCONT after pause(). */
-  resume(): void;
-  /** Starts again on the same port, empty. */
-  start(): Promise<void>;
-  restart(): Promise<void>;
-  /** Stops and removes the directory; safe to call twice. */
-  close(): Promise<void>;
   /** One command over a raw connection (RESP), e.g. `command('DBSIZE')`; resolves with the reply line. */
   command(...args: string[]): Promise<string>;
-  /** What the server logged so far (the tail), for assertion messages. */
-  log(): string;
 }
 
 const LOG_LIMIT = 64 * 1024;
