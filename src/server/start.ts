@@ -45,7 +45,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   if (options.store !== undefined && dataFile !== undefined) throw new StartError('config', 'store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
   const idempotencyRetentionMs = config.idempotencyRetentionHours * 3_600_000;
   const store: PetStore = options.store !== undefined
-    ? await openPostgresStore(options.store, { logger })
+    ? await openPostgresStore(options.store, { logger, clock, idempotencyRetentionMs })
     : dataFile === undefined
       ? openMemoryStore({ clock, idempotencyRetentionMs })
       : await openFileStore(dataFile, { logger, lockStaleMs: options.lockStaleMs, maxQueuedWrites: config.maxQueuedWrites, clock, idempotencyRetentionMs });
