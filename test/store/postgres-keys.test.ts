@@ -8,7 +8,7 @@ import postgres from 'postgres';
 import { ManualClock } from '../../src/core/clock.js';
 import { silentLogger } from '../../src/core/index.js';
 import type { LogLevel, Logger, NewPet } from '../../src/core/types.js';
-import { newPetFingerprint, openPostgresStore, StoreUnavailableError } from '../../src/store/index.js';
+import { newPetFingerprint, openPostgresStore, StoreUnavailableError, StoreUnreachableError } from '../../src/store/index.js';
 import type { CreateOutcome, IdempotencyKey } from '../../src/store/index.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres } from '../support/postgres.js';
@@ -189,4 +189,18 @@ test('expired keys: ignored on lookup, swept 1000 at a time oldest first, after 
   for (let i = 0; i < 200 && await count() > 0; i++) await new Promise((r) => setTimeout(r, 10));
   assert.equal(await count(), 0);
   assert.equal(await pg.psql('SELECT count(*) FROM petstore_pets'), '100\n', 'pets are never swept');
+});
+
+test('PostgreSQL stopped: a keyed create is refused as unreachable and leaves its key free; once back, it creates', { skip }, async (t) => {
+  const pg = await startPostgres({ t });
+  const store = await openPostgresStore(`${pg.url}?query_timeout=2000&connect_timeout=2`, { logger: silentLogger, clock: new ManualClock() });
+  t.after(() => store.close());
+  await pg.stop();
+  await assert.rejects(store.createIdempotent(REX, idem('k', REX)), StoreUnreachableError);
+  await assert.rejects(store.createIdempotent(REX, idem('k', REX)), StoreUnreachableError, 'not in flight: the first was answered');
+  await pg.start();
+  let outcome: CreateOutcome | undefined;
+  for (let i = 0; i < 50 && outcome === undefined; i++) outcome = await store.createIdempotent(TOM, idem('k', TOM)).catch(() => undefined);
+  assert.equal(outcome?.kind, 'created', 'another payload is not a mismatch: nothing was stored');
+  assert.equal(await pg.psql('SELECT count(*) FROM petstore_pets'), '1\n');
 });
