@@ -99,5 +99,6 @@ export const IDEMPOTENCY_KEY_DESCRIPTION =
   'Expiry policy: a key is remembered for 24 hours from the create that first used it (unless the deployment sets ' +
   '`idempotencyRetentionHours`), then forgotten: a request with it then creates a new pet. While it is remembered, the same key with the same ' +
   'payload (the validated NewPet) gets the original 201, the same body and Location, even after a restart; another payload ' +
-  'gets 422 `idempotency_key_reused`; a repeat while the first is still being written gets 409 `idempotency_key_in_use`. ' +
+  'gets 422 `idempotency_key_reused`; a repeat while the first is still being written gets 409 `idempotency_key_in_use` ' +
+  '(with pets in a database shared by several processes, a repeat through another process waits for the first and gets its 201). ' +
   'Only a 201 is remembered: a request that failed (400, 413, 503, ...) stored nothing and its retry is processed anew.';

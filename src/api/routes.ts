@@ -112,7 +112,7 @@ const createPet: RouteSpec = {
     415: { description: 'The body is not application/json.', schema: 'Error' },
     422: { description: 'The Idempotency-Key was already used with another payload; nothing was added.', schema: 'Error' },
     501: { description: 'The body has a transfer coding other than chunked (gzip, ...); nothing was added.', schema: 'Error' },
-    503: { description: 'The store cannot write right now, its write queue is full, the database cannot be reached, or too many bodies are arriving at once; retry after Retry-After seconds. Nothing was added, except that a create whose database answer timed out may have been committed.', schema: 'Error' },
+    503: { description: 'The store cannot write right now, its write queue is full, the database cannot be reached, or too many bodies are arriving at once; retry after Retry-After seconds. Nothing was added, except that a create whose database answer timed out may have been committed: retry it with the same Idempotency-Key.', schema: 'Error' },
   },
   async handler({ req, res, store, maxBodyBytes, base, bodies, config, scope }) {
     const header = req.headers['idempotency-key'];

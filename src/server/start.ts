@@ -55,7 +55,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   if (options.store !== undefined && dataFile !== undefined) throw new StartError('config', 'store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
   const idempotencyRetentionMs = config.idempotencyRetentionHours * 3_600_000;
   const store: PetStore = await (options.store !== undefined
-    ? openPostgresStore(options.store, { logger })
+    ? openPostgresStore(options.store, { logger, clock, idempotencyRetentionMs })
     : dataFile === undefined
       ? Promise.resolve(openMemoryStore({ clock, idempotencyRetentionMs }))
       : openFileStore(dataFile, {

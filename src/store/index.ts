@@ -11,4 +11,4 @@ export { openFileStore } from './file/index.js';
 export type { DiskOp, FileStoreOptions, StoreObserver } from './file/index.js';
 export { DEFAULT_LOCK_STALE_MS, MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from './file/index.js';
 export { isPostgresUrl, openPostgresStore, redactUrl } from './postgres/index.js';
-export type { PostgresStoreOptions } from './postgres/index.js';
+export type { PostgresStore, PostgresStoreOptions } from './postgres/index.js';

@@ -191,7 +191,7 @@ test('a database whose schema is newer refuses the start: one line, exit 1', { s
   const res = await runBundle(['--port', '0', '--config', writeConfig(dir), '--store', pg.url], { cwd: dir });
   assert.equal(res.code, 1);
   assert.equal(res.stdout, '');
-  assert.match(res.stderr, /^petstore: PostgreSQL store postgres:\/\/postgres@127\.0\.0\.1:\d+\/petstore: its petstore schema is version 7, newer than this petstore's \(1\): run a petstore release that knows version 7\.\n$/);
+  assert.match(res.stderr, /^petstore: PostgreSQL store postgres:\/\/postgres@127\.0\.0\.1:\d+\/petstore: its petstore schema is version 7, newer than this petstore's \(2\): run a petstore release that knows version 7\.\n$/);
 });
 
 test('precedence: --store over a config dataFile; --data over PETSTORE_STORE; the store is logged without its password', { skip }, async (t) => {

@@ -26,11 +26,11 @@ test('the schema: created once when two stores open at once, with one version ro
   const logger = recordingLogger();
   const [a, b] = await Promise.all([openPostgresStore(pg.url, { logger }), openPostgresStore(pg.url, { logger })]);
   t.after(() => Promise.all([a.close(), b.close()]));
-  assert.equal(await pg.psql('SELECT version FROM petstore_schema'), '1\n');
+  assert.equal(await pg.psql('SELECT version FROM petstore_schema'), '2\n');
   assert.equal(await pg.psql("SELECT count(*) FROM pg_indexes WHERE tablename = 'petstore_pets'"), '2\n', 'primary key and (status, id)');
   const opened = logger.lines.filter((l) => l.msg === 'store opened');
   assert.equal(opened.length, 2);
-  assert.deepEqual(opened[0]?.fields, { store: `${pg.url}`, schemaVersion: 1, pool: 4, queryTimeoutMs: 5000 });
+  assert.deepEqual(opened[0]?.fields, { store: `${pg.url}`, schemaVersion: 2, pool: 4, queryTimeoutMs: 5000 });
   // A third start finds it and changes nothing.
   const c = await openPostgresStore(pg.url, { logger: silentLogger });
   await c.create(pet);
@@ -43,10 +43,10 @@ test('a schema of a newer version refuses the start, naming both versions', { sk
   const first = await openPostgresStore(pg.url, { logger: silentLogger });
   await first.create(pet);
   await first.close();
-  await pg.psql('UPDATE petstore_schema SET version = 2');
+  await pg.psql('UPDATE petstore_schema SET version = 3');
   await assert.rejects(openPostgresStore(pg.url, { logger: silentLogger }), (err: Error) => {
     assert.ok(err instanceof StoreOpenError);
-    assert.match(err.message, /petstore schema is version 2, newer than this petstore's \(1\)/);
+    assert.match(err.message, /petstore schema is version 3, newer than this petstore's \(2\)/);
     return true;
   });
   assert.equal(await pg.psql('SELECT count(*) FROM petstore_pets'), '1\n', 'nothing touched');

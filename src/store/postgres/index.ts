@@ -2,3 +2,4 @@
 export { openPostgresStore } from './open.js';
 export type { PostgresStoreOptions } from './open.js';
 export { isPostgresUrl, redactUrl } from './settings.js';
+export type { PostgresStore } from './postgres-store.js';

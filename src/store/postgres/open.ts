@@ -1,21 +1,24 @@
 // Opening the PostgreSQL store: the URL's settings, the driver (imported only now), a first
 // connection, the schema. Anything that stops the start is a StoreOpenError naming the
 // database (its URL without the password).
-import type { Logger } from '../../core/index.js';
-import { describeError } from '../../core/index.js';
-import type { PetStore } from '../contract.js';
+import type { Clock, Logger } from '../../core/index.js';
+import { DEFAULT_IDEMPOTENCY_RETENTION_HOURS, describeError, systemClock } from '../../core/index.js';
 import { StoreOpenError } from '../errors.js';
 import { DriverMissingError, loadPostgres } from './driver.js';
 import { Pool } from './pool.js';
 import { PostgresStore } from './postgres-store.js';
-import { SchemaTooNewError, ensureSchema } from './schema.js';
+import { SchemaTooNewError, ensureSchema, type SchemaState } from './schema.js';
 import { parseSettings, redactUrl } from './settings.js';
 
 export interface PostgresStoreOptions {
   readonly logger: Logger;
+  /** Wall time for idempotency keys (their age); default the system clock. */
+  readonly clock?: Clock;
+  /** How long an idempotency key is remembered, in ms; default 24 hours. */
+  readonly idempotencyRetentionMs?: number;
 }
 
-export async function openPostgresStore(url: string, opts: PostgresStoreOptions): Promise<PetStore> {
+export async function openPostgresStore(url: string, opts: PostgresStoreOptions): Promise<PostgresStore> {
   const shown = redactUrl(url);
   let settings;
   try {
@@ -45,14 +48,24 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions)
     logger: opts.logger,
     shown,
   });
-  let version: number;
+  let schema: SchemaState;
   try {
-    version = await pool.transaction(ensureSchema);
+    schema = await pool.transaction(ensureSchema);
   } catch (err) {
     await pool.close(0).catch(() => undefined);
     const why = err instanceof SchemaTooNewError ? err.message : `cannot open it: ${describeError(err)}`;
     throw new StoreOpenError(shown, `PostgreSQL store ${shown}: ${why}.`, { cause: err });
   }
-  opts.logger.log('info', 'store opened', { store: shown, schemaVersion: version, pool: poolSize, queryTimeoutMs });
-  return new PostgresStore(pool);
+  if (schema.upgradedFrom !== undefined) {
+    opts.logger.log('info', 'store schema upgraded', { store: shown, from: schema.upgradedFrom, to: schema.version });
+  }
+  opts.logger.log('info', 'store opened', { store: shown, schemaVersion: schema.version, pool: poolSize, queryTimeoutMs });
+  const store = new PostgresStore(pool, {
+    clock: opts.clock ?? systemClock,
+    retentionMs: opts.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_HOURS * 3_600_000,
+    logger: opts.logger,
+  });
+  // Keys that expired while no process created any (one bounded statement; it never fails the start).
+  await store.sweepExpiredKeys();
+  return store;
 }

@@ -4,10 +4,11 @@
 import type { NewPet, PetStatus } from '../../core/index.js';
 import { checkSeedInput, planBatch, type Op } from '../batch.js';
 import { makePet, petJson } from '../codec.js';
-import type { ListQuery, PetStore, SeedPet, StoredPet } from '../contract.js';
+import type { CreateOutcome, IdempotencyKey, ListQuery, PetStore, SeedPet, StoredPet } from '../contract.js';
 import type { SqlRow } from './driver.js';
+import { KeyedCreates, type KeyedCreateOptions } from './keyed-create.js';
 import type { Pool } from './pool.js';
-import { ID_SEQUENCE, PETS_TABLE } from './schema.js';
+import { ID_SEQUENCE, KEYS_TABLE, PETS_TABLE } from './schema.js';
 
 const COLUMNS = 'id, name, category_id, status';
 const GET = `SELECT ${COLUMNS} FROM ${PETS_TABLE} WHERE id = $1`;
@@ -24,7 +25,9 @@ const INSERT_SEEDED = `INSERT INTO ${PETS_TABLE} (id, name, category_id, status)
   SELECT id, name, category_id, status FROM json_to_recordset($1::text::json) AS p(id bigint, name text, category_id bigint, status text)`;
 // Keeps the identity ahead of the explicit ids just stored.
 const ADVANCE = `SELECT setval('${ID_SEQUENCE}', $1, true)`;
-const RESET = `TRUNCATE ${PETS_TABLE} RESTART IDENTITY`;
+// The keys first: a keyed create locks the key table before the pets (keyed-create.ts), so
+// this order cannot deadlock with one.
+const RESET = `TRUNCATE ${KEYS_TABLE}, ${PETS_TABLE} RESTART IDENTITY`;
 /** Pets per INSERT of a seed: one JSON parameter each, well under any message size limit. */
 const SEED_CHUNK = 5000;
 
@@ -40,9 +43,11 @@ function storedRows(rows: SqlRow[]): StoredPet[] {
 
 export class PostgresStore implements PetStore {
   readonly #pool: Pool;
+  readonly #keyed: KeyedCreates;
 
-  constructor(pool: Pool) {
+  constructor(pool: Pool, keys: KeyedCreateOptions) {
     this.#pool = pool;
+    this.#keyed = new KeyedCreates(pool, keys);
   }
 
   get(id: number): StoredPet | undefined | Promise<StoredPet | undefined> {
@@ -59,14 +64,21 @@ export class PostgresStore implements PetStore {
     return rows.then(storedRows);
   }
 
-  // Idempotency keys (CONTRACT 10) are not honoured here yet. Their seam: a key table written
-  // in the same transaction as this INSERT (a CTE or sql.begin), so that a crash or a timeout
-  // cannot keep one without the other, and a replay read from it in any process.
   create(input: NewPet): Promise<StoredPet> {
     return this.#pool.query(INSERT, [input.name, input.categoryId, input.status ?? null]).then((rows) => {
       const pet = makePet(Number((rows[0] as SqlRow).id), input.name, input.categoryId, input.status);
       return { pet, json: petJson(pet) };
     });
+  }
+
+  /** The key and the pet in one statement (keyed-create.ts). */
+  createIdempotent(input: NewPet, idem: IdempotencyKey): Promise<CreateOutcome> {
+    return this.#keyed.create(input, idem);
+  }
+
+  /** Deletes up to 1000 expired idempotency keys (also run every 100 keyed creates); resolves with how many. */
+  sweepExpiredKeys(): Promise<number> {
+    return this.#keyed.sweep();
   }
 
   /**

@@ -1,11 +1,14 @@
 // The schema: created at start when absent, in one transaction under an advisory lock, so two
 // processes starting at once do not both create it; its version is a row, and a database of
-// a newer version (written by a newer petstore) refuses the start.
+// a newer version (written by a newer petstore) refuses the start. An older one is upgraded
+// in that same transaction, one step per version: all steps or none.
 import type { Sql } from './driver.js';
 
 /** The version this petstore writes and reads. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 export const PETS_TABLE = 'petstore_pets';
+/** Idempotency keys (version 2), each written in the same statement as the pet it made. */
+export const KEYS_TABLE = 'petstore_idempotency_keys';
 export const VERSION_TABLE = 'petstore_schema';
 /** The identity's sequence, as PostgreSQL names it. */
 export const ID_SEQUENCE = 'petstore_pets_id_seq';
@@ -27,12 +30,41 @@ const CREATE = [
   `CREATE INDEX IF NOT EXISTS ${PETS_TABLE}_status_id ON ${PETS_TABLE} (status, id)`,
 ];
 
+/**
+ * From version n to n + 1: UPGRADES[n - 1]. Each step only adds, so a process of the older
+ * version still running keeps working while a newer one upgrades the database.
+ */
+const UPGRADES: ReadonlyArray<readonly string[]> = [
+  // 1 -> 2: idempotency keys. The primary key is the uniqueness the draft asks for: one pet
+  // per (API key digest, key). created_at_ms is the store's clock (the embedder's, in tests),
+  // not the server's, so that expiry follows the same clock as everything else.
+  [
+    `CREATE TABLE IF NOT EXISTS ${KEYS_TABLE} (
+      scope text NOT NULL,
+      key text NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
+      fingerprint text NOT NULL,
+      pet_id bigint NOT NULL,
+      created_at_ms bigint NOT NULL,
+      PRIMARY KEY (scope, key)
+    )`,
+    // The sweep of expired keys: oldest first, one index range scan.
+    `CREATE INDEX IF NOT EXISTS ${KEYS_TABLE}_created ON ${KEYS_TABLE} (created_at_ms)`,
+  ],
+];
+
+/** What ensureSchema found and left. */
+export interface SchemaState {
+  readonly version: number;
+  /** The version found, when it was older and has been upgraded; undefined for a new or current schema. */
+  readonly upgradedFrom?: number;
+}
+
 export class SchemaTooNewError extends Error {
   override readonly name = 'SchemaTooNewError';
 }
 
-/** Creates the schema when absent and checks its version; resolves with that version. */
-export async function ensureSchema(tx: Sql): Promise<number> {
+/** Creates the schema when absent, upgrades an older one, refuses a newer one. */
+export async function ensureSchema(tx: Sql): Promise<SchemaState> {
   await tx.unsafe(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK})`);
   await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
@@ -42,8 +74,9 @@ export async function ensureSchema(tx: Sql): Promise<number> {
   const found = rows[0]?.version;
   if (found === undefined) {
     for (const statement of CREATE) await tx.unsafe(statement);
+    await upgrade(tx, 1);
     await tx.unsafe(`INSERT INTO ${VERSION_TABLE} (version) VALUES (${SCHEMA_VERSION})`);
-    return SCHEMA_VERSION;
+    return { version: SCHEMA_VERSION };
   }
   const version = Number(found);
   if (version > SCHEMA_VERSION) {
@@ -51,5 +84,15 @@ export async function ensureSchema(tx: Sql): Promise<number> {
       `its petstore schema is version ${version}, newer than this petstore's (${SCHEMA_VERSION}): run a petstore release that knows version ${version}`,
     );
   }
-  return version;
+  if (version === SCHEMA_VERSION) return { version };
+  await upgrade(tx, version);
+  await tx.unsafe(`UPDATE ${VERSION_TABLE} SET version = ${SCHEMA_VERSION}`);
+  return { version: SCHEMA_VERSION, upgradedFrom: version };
+}
+
+/** Runs the steps from version `from` to SCHEMA_VERSION. */
+async function upgrade(tx: Sql, from: number): Promise<void> {
+  for (let v = from; v < SCHEMA_VERSION; v++) {
+    for (const statement of UPGRADES[v - 1] ?? []) await tx.unsafe(statement);
+  }
 }
