@@ -86,11 +86,15 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   let stopping = false;
   try {
     if (options.seed?.length) await store.seed(options.seed).catch((err: unknown) => { throw asStartError('seed', err); });
-    // Keys' day buckets and bans outlive a restart beside the data file; addresses' do not.
-    // Keys' day buckets and bans outlive a restart beside the data file (in Redis they live in Redis).
-    if (dataFile !== undefined && keyLimiter instanceof MemoryLimiter) {
-      await keyLimiter.persist(`${dataFile}.limits.json`, { intervalMs: SAVE_LIMITS_EVERY_MS, logger })
+    // Keys' day buckets and bans outlive a restart in the config's limitsFile, else beside the
+    // data file (in Redis they live in Redis); addresses' do not.
+    const limitsFile = config.limitsFile ?? (dataFile === undefined ? undefined : `${dataFile}.limits.json`);
+    if (limitsFile !== undefined && keyLimiter instanceof MemoryLimiter) {
+      await keyLimiter.persist(limitsFile, { intervalMs: SAVE_LIMITS_EVERY_MS, logger })
         .catch((err: unknown) => { throw asStartError('limits', err); });
+    } else if (options.store !== undefined && keyLimiter instanceof MemoryLimiter) {
+      logger.log('warn', 'rate limits are kept in this process only and start full again at every restart ' +
+        '(set "limitsFile" in the config to keep them in a file, or "limits" to keep them in Redis)');
     }
     const app = createApp({
       store, clock, logger, keyLimiter, addressLimiter, routes, metrics, admin,
