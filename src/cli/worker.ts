@@ -5,7 +5,7 @@
 // is gone; SIGINT (a terminal's Ctrl-C reaches every process of the group) is left to the
 // primary, which stops every worker.
 import cluster from 'node:cluster';
-import { batchingSink, jsonLogger, safeStderr, safeStdout, type Write } from '../core/index.js';
+import { batchingSink, jsonLogger, safeStderr, safeStdout, wholeLines } from '../core/index.js';
 import { WorkerPeers, isPrimaryMessage, startWithConfig, type PetstoreHandle, type WorkerMessage } from '../server/index.js';
 import type { Io, Resolved } from './args.js';
 import { readSeedFile } from './seed.js';
@@ -22,25 +22,6 @@ export const SEED_ENV = 'PETSTORE_CLUSTER_SEED';
 
 export function isClusterWorker(env: NodeJS.ProcessEnv): boolean {
   return cluster.isWorker && env[WORKER_ENV] === '1';
-}
-
-/**
- * Writes of at most PIPE_BUF (4096 bytes) to a pipe are atomic: the workers share the
- * primary's stdout, so a batch of log lines goes out in whole-line pieces of that size, and no
- * line of one worker is cut by another's.
- */
-export function wholeLines(write: Write, max = 4096): Write {
-  return (chunk) => {
-    let rest = chunk;
-    while (rest.length > max) {
-      const cut = rest.lastIndexOf('\n', max - 1);
-      const end = cut === -1 ? rest.indexOf('\n') : cut;
-      if (end === -1) break;
-      write(rest.slice(0, end + 1));
-      rest = rest.slice(end + 1);
-    }
-    if (rest !== '') write(rest);
-  };
 }
 
 export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: Io): Promise<number> {

@@ -14,6 +14,7 @@ export { batchingSink, functionLogger, jsonLogger, silentLogger } from './log.js
 export type { BatchingSink, LogSink } from './log.js';
 export { guardedWriter, safeStderr, safeStdout } from './stdio.js';
 export type { Write } from './stdio.js';
+export { wholeLines } from './whole-lines.js';
 export { describeError, errorCode } from './errno.js';
 export { readJsonFile, readJsonFileSync } from './json-file.js';
 export type { JsonFile } from './json-file.js';
