@@ -15,6 +15,8 @@ export interface AdminControl {
   /** One durable batch: all or nothing. */
   seed(pets: readonly SeedPet[]): Promise<StoredPet[]>;
   readonly faults: Faults;
+  /** With several workers: resolves once every worker has the last change of `faults`. */
+  readonly faultsShared?: () => Promise<void>;
 }
 
 export interface AdminContext {
@@ -102,6 +104,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
       const spec = parseFault(await readBody(ctx), ctx.operations);
       if (spec instanceof ApiError) return spec;
       ctx.control.faults.set(spec);
+      await ctx.control.faultsShared?.();
       return { status: 200, body: JSON.stringify(ctx.control.faults.list()) };
     },
   },
@@ -111,6 +114,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     path: '/faults',
     async handler({ control }) {
       control.faults.clear();
+      await control.faultsShared?.();
       return NO_CONTENT;
     },
   },

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { limitsUrlProblem, loadConfigFile, parseConfig, type Config, type PetstoreConfig } from '../config/index.js';
+import { MAX_WORKERS } from '../core/index.js';
 import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from '../store/index.js';
 import { petsLocation } from './pets-location.js';
 import defaultConfig from '../../petstore.config.json' with { type: 'json' };
@@ -25,11 +26,12 @@ export const USAGE = `Usage: node dist/petstore.js [options]
   --env NAME           production or staging: whose base URL appears in links
   --seed FILE          add the pets of a JSON array at start
   --limits URL         keep the rate limits of every process in Redis (redis://host:6379/0)
+  --workers N          N processes share the port (1 to 64; above 1 needs --store and --limits)
   --log-level LEVEL    debug, info, warn, error or silent (default info)
   --help               print this help
   --version            print the version
 
-Environment: PETSTORE_CONFIG, PETSTORE_DATA, PETSTORE_STORE, PETSTORE_LIMITS, PORT, HOST (a flag wins over its variable);
+Environment: PETSTORE_CONFIG, PETSTORE_DATA, PETSTORE_STORE, PETSTORE_LIMITS, PETSTORE_WORKERS, PORT, HOST (a flag wins over its variable);
 PETSTORE_LOCK_STALE_MS (default 10000): a data file lock not refreshed for that long is taken over.
 Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the config file.
 The first line on stdout is "petstore listening on http://HOST:PORT/v1".`;
@@ -65,6 +67,8 @@ export interface Resolved {
   logLevel: Config['logLevel'];
   /** Where the rate limits live (flag > PETSTORE_LIMITS > config); undefined: in process. */
   limits: string | undefined;
+  /** Processes sharing the port (flag > PETSTORE_WORKERS > config); 1: this process serves alone. */
+  workers: number;
 }
 
 /** Run the service until a signal stops it; resolves with the exit code. */
@@ -89,6 +93,7 @@ export function parse(argv: readonly string[]): Parsed | 'help' | 'version' {
         env: { type: 'string' },
         seed: { type: 'string' },
         limits: { type: 'string' },
+        workers: { type: 'string' },
         'log-level': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
@@ -150,11 +155,28 @@ export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: 
   const limitsFlag = str('limits') ?? (env.PETSTORE_LIMITS || undefined);
   const limitsProblem = limitsFlag === undefined ? undefined : limitsUrlProblem(limitsFlag);
   if (limitsProblem !== undefined) throw new UsageError(`${str('limits') !== undefined ? '--limits' : 'PETSTORE_LIMITS'} ${limitsProblem}`);
+  const limits = limitsFlag ?? config.limits;
+  const workers = resolveWorkers(str('workers'), env.PETSTORE_WORKERS || undefined, config.workers);
+  if (workers > 1 && (store === undefined || limits === undefined)) {
+    const missing = [store === undefined ? 'a store URL (--store, PETSTORE_STORE or "store")' : '', limits === undefined ? 'a limits URL (--limits, PETSTORE_LIMITS or "limits")' : '']
+      .filter((m) => m !== '').join(' and ');
+    throw new UsageError(`${workers} workers need ${missing}: one data file has one writer, and limits kept in each process would multiply every budget`);
+  }
   return {
-    limits: limitsFlag ?? config.limits,
+    limits, workers,
     config, configSource, dataFile, store, memory: flags.memory === true, port, host, env: envName, seedFile: str('seed'),
     logLevel: (level as Config['logLevel'] | undefined) ?? config.logLevel,
   };
+}
+
+/** --workers / PETSTORE_WORKERS / the config's workers (already checked by the config). */
+function resolveWorkers(flag: string | undefined, envValue: string | undefined, fromConfig: number): number {
+  const raw = flag ?? envValue;
+  if (raw === undefined) return fromConfig;
+  if (!/^[0-9]{1,3}$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_WORKERS) {
+    throw new UsageError(`${flag !== undefined ? '--workers' : 'PETSTORE_WORKERS'} must be a whole number from 1 to ${MAX_WORKERS}, got "${raw}"`);
+  }
+  return Number(raw);
 }
 
 /**

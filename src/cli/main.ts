@@ -1,13 +1,15 @@
 // The command line: parse flags, apply the precedence flag > environment > config file >
 // default, start the server, print the ready line, and handle signals.
 // main() returns an exit code; nothing in here calls process.exit.
-import { ConfigError } from '../config/index.js';
+import cluster from 'node:cluster';
 import { batchingSink, jsonLogger, safeStderr, safeStdout } from '../core/index.js';
-import { StartError, startWithConfig, type PetstoreHandle } from '../server/index.js';
-import { StoreOpenError } from '../store/index.js';
-import { USAGE, UsageError, inMemoryWarning, invokedAs, lockStaleFromEnv, parse, resolveOptions, type Io, type Resolved } from './args.js';
+import { startWithConfig, type PetstoreHandle } from '../server/index.js';
+import { USAGE, UsageError, inMemoryWarning, invokedAs, parse, resolveOptions, type Io, type Resolved } from './args.js';
+import { runPrimary } from './cluster.js';
 import { runKeys } from './keys.js';
 import { readSeedFile } from './seed.js';
+import { describeStartError, startOptions } from './start-options.js';
+import { isClusterWorker, runWorker } from './worker.js';
 
 const processIo: Io = {
   // A closed pipe on either must not stop the service (see stdio.ts).
@@ -33,6 +35,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     io.err(`petstore: ${describeStartError(err)}`);
     return err instanceof UsageError ? 2 : 1;
   }
+  // --workers N: this process supervises N workers (cluster.ts), each of which comes back here.
+  if (isClusterWorker(env)) return runWorker(resolved, env, io);
+  if (resolved.workers > 1 && cluster.isPrimary) return runPrimary(argv, resolved, io);
 
   let handle: PetstoreHandle;
   const out = batchingSink(safeStdout());
@@ -40,18 +45,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   try {
     const seed = resolved.seedFile === undefined ? undefined : await readSeedFile(resolved.seedFile);
     // The config was read to resolve the options: the server starts with it, not a second read.
-    handle = await startWithConfig({
-      config: resolved.configSource,
-      dataFile: resolved.dataFile,
-      store: resolved.store,
-      port: resolved.port,
-      host: resolved.host,
-      env: resolved.env,
-      seed,
-      logger,
-      lockStaleMs: lockStaleFromEnv(env),
-      limits: resolved.limits,
-    }, resolved.config);
+    handle = await startWithConfig(startOptions(resolved, env, logger, seed), resolved.config);
   } catch (err) {
     out.drainTo(safeStderr());
     io.err(`petstore: ${describeStartError(err)}`);
@@ -67,13 +61,6 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const code = await signals;
   out.flush();
   return code;
-}
-
-function describeStartError(err: unknown): string {
-  if (err instanceof ConfigError) return err.message;
-  if (err instanceof StoreOpenError || err instanceof StartError || err instanceof UsageError) return err.message;
-  if (err instanceof Error) return err.message;
-  return String(err);
 }
 
 /** Serve until SIGTERM or SIGINT; SIGHUP reloads the config file (a bad one is refused). */

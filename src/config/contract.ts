@@ -44,4 +44,8 @@ export interface Config {
   readonly admin: { readonly digest: string } | undefined;
   /** redis:// URL of the shared rate-limit state (CONTRACT 9); undefined: limits in process. */
   readonly limits: string | undefined;
+  /** Processes sharing the port (node:cluster); 1: one process, as without the field. */
+  readonly workers: number;
+  /** Absolute path where the in-process key limiter's state is saved (restarts keep it); undefined: beside the data file, if any. */
+  readonly limitsFile: string | undefined;
 }

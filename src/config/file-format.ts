@@ -63,6 +63,17 @@ export interface PetstoreConfig {
    * Applied at restart. See README, "Running more than one process".
    */
   limits?: string;
+  /**
+   * Processes sharing the port (node:cluster), 1 to 64; above 1 it needs both `store` and
+   * `limits`. Command line only: startPetstore runs one server in the embedder's process.
+   * Applied at restart. See README, "Running more than one process".
+   */
+  workers?: number;
+  /**
+   * Where the in-process limiter saves the keys' buckets and bans (relative to this file), so a
+   * restart keeps them; default: beside the data file, `<dataFile>.limits.json`. Not with `limits`.
+   */
+  limitsFile?: string;
   /** Base URLs (absolute http(s), ASCII, ending in `/v1`) used in links with `env`. Default: the example.com URLs. */
   environments?: { production?: string; staging?: string };
   /** Plan name -> limits. Default: free 60/1,000, pro 300/10,000, business 1,000/100,000. */

@@ -2,7 +2,7 @@
 // the source named, then the result is frozen. Keys are held only as SHA-256 digests.
 import { resolve } from 'node:path';
 import {
-  DEFAULT_IDEMPOTENCY_RETENTION_HOURS, DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_IDEMPOTENCY_RETENTION_HOURS, MAX_LIMIT,
+  DEFAULT_IDEMPOTENCY_RETENTION_HOURS, DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_IDEMPOTENCY_RETENTION_HOURS, MAX_LIMIT, MAX_WORKERS,
   type Limits,
 } from '../core/index.js';
 import type { Config, KeyEntry } from './contract.js';
@@ -15,7 +15,7 @@ const TOP_LEVEL = new Set([
   '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
   'anonymousTableSize', 'maxBodyBytes', 'trustProxy', 'cors', 'logLevel',
   'maxConnections', 'maxPendingBodyBytes', 'maxQueuedWrites', 'idempotencyRetentionHours', 'metrics', 'admin',
-  'store', 'limits',
+  'store', 'limits', 'workers', 'limitsFile',
 ]);
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -87,6 +87,13 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   const limits = raw.limits === undefined || raw.limits === null ? undefined : r.string(raw.limits, 'limits');
   const limitsProblem = limits === undefined ? undefined : limitsUrlProblem(limits);
   if (limitsProblem !== undefined) r.problem(`limits ${limitsProblem}`);
+  const workers = readWorkers(r, raw.workers);
+  let limitsFile: string | undefined;
+  if (raw.limitsFile !== undefined && raw.limitsFile !== null) {
+    const f = r.string(raw.limitsFile, 'limitsFile');
+    if (f !== undefined) limitsFile = resolve(baseDir, f);
+    if (limits !== undefined) r.problem('limitsFile and limits cannot both be given: the limits live in Redis or in a file');
+  }
   const plans = readPlans(r, raw.plans);
   const keys = readKeys(r, raw.keys, plans);
   const ban = readBan(r, raw.ban);
@@ -122,7 +129,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     ...connections, metrics, admin,
     maxQueuedWrites: maxQueuedWrites ?? DEFAULT_MAX_QUEUED_WRITES,
     idempotencyRetentionHours,
-    limits,
+    limits, workers, limitsFile,
   });
 }
 
@@ -135,6 +142,14 @@ function readStore(r: Reader, v: unknown, dataFile: string | undefined): string 
   }
   if (dataFile !== undefined) r.problem('store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
   return v;
+}
+
+/** Processes sharing the port: 1 (the default) to MAX_WORKERS. */
+function readWorkers(r: Reader, v: unknown): number {
+  if (v === undefined) return 1;
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_WORKERS) return v;
+  r.problem(`workers must be an integer from 1 to ${MAX_WORKERS}, got ${JSON.stringify(v) ?? 'nothing'}`);
+  return 1;
 }
 
 /** Hours an Idempotency-Key is remembered: a whole number from 1 to a year. */

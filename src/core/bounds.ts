@@ -17,3 +17,5 @@ export const DEFAULT_MAX_QUEUED_WRITES = 10_000;
 export const DEFAULT_IDEMPOTENCY_RETENTION_HOURS = 24;
 /** Longest retention a config may give: a year. */
 export const MAX_IDEMPOTENCY_RETENTION_HOURS = 8760;
+/** Most processes --workers may start: well past any core count this service is run on. */
+export const MAX_WORKERS = 64;

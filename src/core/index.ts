@@ -1,7 +1,7 @@
 // The core's face: plain types and small helpers every part may use; it imports no other part.
 export type { Clock, Limits, LogLevel, Logger, NewPet, Pet, PetStatus } from './types.js';
 export {
-  DEFAULT_IDEMPOTENCY_RETENTION_HOURS, DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_IDEMPOTENCY_RETENTION_HOURS, MAX_LIMIT,
+  DEFAULT_IDEMPOTENCY_RETENTION_HOURS, DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_IDEMPOTENCY_RETENTION_HOURS, MAX_LIMIT, MAX_WORKERS,
 } from './bounds.js';
 export { IDEMPOTENCY_KEY_MAX_LENGTH, isIdempotencyKey } from './idempotency-key.js';
 export { PET_STATUSES } from './types.js';
@@ -14,6 +14,7 @@ export { batchingSink, functionLogger, jsonLogger, silentLogger } from './log.js
 export type { BatchingSink, LogSink } from './log.js';
 export { guardedWriter, safeStderr, safeStdout } from './stdio.js';
 export type { Write } from './stdio.js';
+export { wholeLines } from './whole-lines.js';
 export { describeError, errorCode } from './errno.js';
 export { readJsonFile, readJsonFileSync } from './json-file.js';
 export type { JsonFile } from './json-file.js';

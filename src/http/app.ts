@@ -114,10 +114,7 @@ function handle(app: Instance, x: Exchange): Promise<void> | undefined {
       return undefined;
     }
     // Outside /v1, no key, no limit, and not counted itself.
-    if (app.metrics !== undefined && path === '/metrics') {
-      answerMetrics(app, x, method);
-      return undefined;
-    }
+    if (app.metrics !== undefined && path === '/metrics') return answerMetrics(app, x, method);
 
     const match = router.match(method, path);
     const route = match.kind === 'found' ? match.handler : undefined;

@@ -2,3 +2,7 @@
 export { StartError } from './contract.js';
 export type { LogFunction, PetstoreHandle, StartErrorKind, StartOptions } from './contract.js';
 export { startPetstore, startWithConfig } from './start.js';
+export { WorkerPeers } from './peers.js';
+export type { Peers } from './peers.js';
+export { ASK_TIMEOUT_MS, isPrimaryMessage, isWorkerMessage } from './cluster-protocol.js';
+export type { PrimaryMessage, WorkerMessage } from './cluster-protocol.js';

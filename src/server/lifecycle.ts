@@ -19,6 +19,8 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.idempotencyRetentionHours !== next.idempotencyRetentionHours) fields.push('idempotencyRetentionHours');
   if (old.metrics !== next.metrics) fields.push('metrics');
   if (old.limits !== next.limits) fields.push('limits');
+  if (old.limitsFile !== next.limitsFile) fields.push('limitsFile');
+  if (old.workers !== next.workers) fields.push('workers');
   return fields;
 }
 

@@ -9,10 +9,12 @@ import { asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, sys
 import type { Logger } from '../core/index.js';
 import { answerClientError, createApp, orderPipelined, refuseConnect } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
-import { ServiceMetrics } from '../metrics/index.js';
+import { ServiceMetrics, type MetricsSnapshot } from '../metrics/index.js';
 import { hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore } from '../store/index.js';
 import { StartError, type PetstoreHandle, type StartOptions } from './contract.js';
 import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js';
+import type { Peers } from './peers.js';
+import { SharedFaults } from './shared-faults.js';
 import { openLimiters } from './limiters.js';
 
 const SAVE_LIMITS_EVERY_MS = 30_000;
@@ -38,8 +40,13 @@ export function startPetstore(options: StartOptions = {}): Promise<PetstoreHandl
  * first (the command line, for its port and data file): a file is read once at start.
  * options.config still names what a reload re-reads.
  */
-export async function startWithConfig(options: StartOptions, loaded: Config | undefined): Promise<PetstoreHandle> {
+export async function startWithConfig(options: StartOptions, loaded: Config | undefined, peers?: Peers): Promise<PetstoreHandle> {
   let config = loaded ?? await resolveConfig(options.config);
+  // node:cluster forks the running script with its arguments: the command line's, not an
+  // embedder's program, which would start again from its top in every worker.
+  if (loaded === undefined && config.workers > 1) {
+    throw new StartError('config', 'workers is for the command line (node dist/petstore.js --workers N); startPetstore runs one server in this process: run several processes of your own on one store and limits URL instead');
+  }
   const clock = options.clock ?? systemClock;
   const logger = resolveLogger(options.logger, config);
   const dataFile = options.dataFile;
@@ -66,7 +73,8 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     throw err;
   });
   if (metrics !== undefined && hasPageVersion(store)) metrics.petsStored = () => store.count;
-  const faults = new Faults();
+  const faults = peers === undefined ? new Faults() : new SharedFaults(peers);
+  if (peers !== undefined && metrics !== undefined) peers.answer('metrics', () => metrics.snapshot());
   const limiters = await openLimiters(limitsUrl, config, clock, logger).catch(async (err: unknown) => {
     metrics?.close();
     await store.close();
@@ -81,19 +89,27 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     await addressLimiter.reset();
     await keyLimiter.flush();
   };
-  const admin: AdminControl = { reset: resetAll, seed: (pets) => store.seed(pets), faults };
+  const admin: AdminControl = {
+    reset: resetAll, seed: (pets) => store.seed(pets), faults,
+    faultsShared: faults instanceof SharedFaults ? () => faults.shared() : undefined,
+  };
   let server: Server | undefined;
   let stopping = false;
   try {
     if (options.seed?.length) await store.seed(options.seed).catch((err: unknown) => { throw asStartError('seed', err); });
-    // Keys' day buckets and bans outlive a restart beside the data file; addresses' do not.
-    // Keys' day buckets and bans outlive a restart beside the data file (in Redis they live in Redis).
-    if (dataFile !== undefined && keyLimiter instanceof MemoryLimiter) {
-      await keyLimiter.persist(`${dataFile}.limits.json`, { intervalMs: SAVE_LIMITS_EVERY_MS, logger })
+    // Keys' day buckets and bans outlive a restart in the config's limitsFile, else beside the
+    // data file (in Redis they live in Redis); addresses' do not.
+    const limitsFile = config.limitsFile ?? (dataFile === undefined ? undefined : `${dataFile}.limits.json`);
+    if (limitsFile !== undefined && keyLimiter instanceof MemoryLimiter) {
+      await keyLimiter.persist(limitsFile, { intervalMs: SAVE_LIMITS_EVERY_MS, logger })
         .catch((err: unknown) => { throw asStartError('limits', err); });
+    } else if (options.store !== undefined && keyLimiter instanceof MemoryLimiter) {
+      logger.log('warn', 'rate limits are kept in this process only and start full again at every restart ' +
+        '(set "limitsFile" in the config to keep them in a file, or "limits" to keep them in Redis)');
     }
     const app = createApp({
       store, clock, logger, keyLimiter, addressLimiter, routes, metrics, admin,
+      peerMetrics: peers === undefined ? undefined : async () => (await peers.ask('metrics')).filter(isSnapshot),
       config: () => config,
       // Read per request, so that a reload that changes the environments moves the links too.
       get publicBase() {
@@ -174,6 +190,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     host: address.address,
     close() {
       stopping = true;
+      peers?.close();
       closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(() => {
         metrics?.close();
         return releaseAll([() => store.close(), () => keyLimiter.close(), () => addressLimiter.close()]).finally(() => limiters.link?.close());
@@ -193,3 +210,8 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   };
 }
 
+
+/** A worker's answer to a scrape: a snapshot (a worker without metrics answers nothing). */
+function isSnapshot(v: unknown): v is MetricsSnapshot {
+  return typeof v === 'object' && v !== null && Array.isArray((v as { families?: unknown }).families);
+}

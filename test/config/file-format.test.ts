@@ -30,13 +30,19 @@ test('a config with every typed field set is accepted', () => {
     idempotencyRetentionHours: 48,
     metrics: true,
     admin: { sha256: 'b'.repeat(64) },
+    workers: 4,
+    limitsFile: 'data/limits.json',
   };
   // store and dataFile answer one question (where pets live): one at a time.
-  const { store, ...withFile } = all;
+  // limitsFile and limits answer where the limits live: one at a time too.
+  const { store, limitsFile, ...withFile } = all;
+  const { limits: _limits, ...inFile } = withFile;
+  assert.equal(parseConfig({ ...inFile, limitsFile }, 'test', '/srv').limitsFile, '/srv/data/limits.json');
   const inPostgres = parseConfig({ ...withFile, dataFile: null, store }, 'test', '/srv');
   assert.equal(inPostgres.store, store);
   const config = parseConfig(withFile, 'test', '/srv');
   assert.equal(config.dataFile, '/srv/data/pets.json');
   assert.equal(config.keys.size, 2);
   assert.equal(config.maxPendingBodyBytes, 2048);
+  assert.equal(config.workers, 4);
 });

@@ -1,0 +1,241 @@
+// The primary of --workers N (node:cluster): it serves no requests. It forks the workers (the
+// first alone, so that a --seed is added once and a --port 0 is learned), prints the one
+// ready line once all listen, restarts a worker that dies (with a backoff, logged), relays
+// the workers' questions to each other (metrics, faults: cluster-protocol.ts), forwards SIGHUP
+// as a reload to every worker, and on SIGTERM or SIGINT stops them all gracefully: exit 0
+// when every one stopped cleanly.
+import cluster, { type Worker } from 'node:cluster';
+import { batchingSink, jsonLogger, safeStdout } from '../core/index.js';
+import { ASK_TIMEOUT_MS, isWorkerMessage, type PrimaryMessage, type WorkerMessage } from '../server/index.js';
+import type { Io, Resolved } from './args.js';
+import { PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
+
+/** A worker that lived this long before dying is restarted after the shortest delay again. */
+const HEALTHY_AFTER_MS = 10_000;
+const FIRST_RESTART_MS = 100;
+const MAX_RESTART_MS = 30_000;
+/** Past the workers' own bounded stop (10 s grace, then the store and limits closed). */
+const STOP_TIMEOUT_MS = 30_000;
+
+interface Slot {
+  /** 1..N: the worker's number in logs, kept across restarts. */
+  readonly n: number;
+  worker: Worker | undefined;
+  ready: boolean;
+  startedAt: number;
+  /** Deaths in a row, each within HEALTHY_AFTER_MS of its start: the backoff's exponent. */
+  quickDeaths: number;
+  restart: NodeJS.Timeout | undefined;
+  /** Called once with true (ready) or false (exited first) while someone waits for the start. */
+  onStart: ((ok: boolean) => void) | undefined;
+}
+
+interface PendingAsk {
+  readonly from: Worker;
+  readonly id: number;
+  readonly waiting: Set<number>;
+  readonly payloads: unknown[];
+  readonly timer: NodeJS.Timeout;
+}
+
+/** Sends, ignoring a channel that closed meanwhile (the exit handler deals with the worker). */
+function deliver(worker: Worker | undefined, message: PrimaryMessage): void {
+  if (worker === undefined || !worker.isConnected()) return;
+  worker.send(message, () => undefined);
+}
+
+export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io): Promise<number> {
+  const out = batchingSink(safeStdout());
+  const logger = jsonLogger(resolved.logLevel, out.sink);
+  const slots: Slot[] = Array.from({ length: resolved.workers }, (_, i) => ({
+    n: i + 1, worker: undefined, ready: false, startedAt: 0, quickDeaths: 0, restart: undefined, onStart: undefined,
+  }));
+  const bySlot = new Map<number, Slot>(); // cluster worker id -> slot
+  const asks = new Map<number, PendingAsk>();
+  let nextAsk = 1;
+  let phase: 'starting' | 'serving' | 'stopping' = 'starting';
+  let listenPort = resolved.port;
+  let learnedPort: number | undefined;
+  /** The first worker's URL: every worker listens on its port. */
+  let serviceUrl: string | undefined;
+  let stopCode = 0;
+  let done: (code: number) => void = () => undefined;
+  const finished = new Promise<number>((resolve) => { done = resolve; });
+  let stopTimer: NodeJS.Timeout | undefined;
+
+  cluster.setupPrimary({ args: [...argv] });
+
+  const fork = (slot: Slot, seed: boolean): void => {
+    slot.restart = undefined;
+    // With --port 0 the primary holds one handle per listen key: while a worker lives, the
+    // others join its port by asking for 0 again; once none lives, the port learned is asked for.
+    if (learnedPort !== undefined && slots.every((s) => s.worker === undefined)) listenPort = learnedPort;
+    const worker = cluster.fork({ [WORKER_ENV]: '1', [SLOT_ENV]: String(slot.n), [SEED_ENV]: seed ? '1' : '0', [PORT_ENV]: String(listenPort) });
+    worker.on('error', () => undefined); // a send to a dying worker: its exit is handled below
+    slot.worker = worker;
+    slot.ready = false;
+    slot.startedAt = Date.now();
+    bySlot.set(worker.id, slot);
+  };
+
+  const waitStart = (slot: Slot): Promise<boolean> => new Promise((resolve) => { slot.onStart = resolve; });
+
+  const onMessage = (worker: Worker, m: unknown): void => {
+    if (!isWorkerMessage(m)) return;
+    const slot = bySlot.get(worker.id);
+    if (slot === undefined) return;
+    handle(worker, slot, m);
+  };
+
+  const handle = (worker: Worker, slot: Slot, m: WorkerMessage): void => {
+    if (m.petstore === 'ready') {
+      slot.ready = true;
+      const port = Number(new URL(m.url).port);
+      serviceUrl ??= m.url;
+      if (learnedPort === undefined) learnedPort = port;
+      else if (port !== learnedPort) logger.log('error', 'a worker listens on another port than the service', { worker: slot.n, port, servicePort: learnedPort });
+      if (slot.onStart !== undefined) {
+        const started = slot.onStart;
+        slot.onStart = undefined;
+        started(true);
+      } else {
+        deliver(worker, { petstore: 'release' });
+        logger.log('info', 'worker restarted', { worker: slot.n, workerPid: worker.process.pid });
+      }
+      if (phase === 'stopping') deliver(worker, { petstore: 'stop' });
+    } else if (m.petstore === 'ask') {
+      const targets = slots.filter((s) => s.ready && s.worker !== undefined && s.worker !== worker && s.worker.isConnected());
+      if (targets.length === 0) {
+        deliver(worker, { petstore: 'answers', id: m.id, payloads: [] });
+        return;
+      }
+      const id = nextAsk++;
+      const timer = setTimeout(() => finishAsk(id), ASK_TIMEOUT_MS);
+      asks.set(id, { from: worker, id: m.id, waiting: new Set(targets.map((s) => (s.worker as Worker).id)), payloads: [], timer });
+      for (const t of targets) deliver(t.worker, { petstore: 'asked', id, what: m.what, payload: m.payload });
+    } else if (m.petstore === 'answer') {
+      const ask = asks.get(m.id);
+      if (ask === undefined || !ask.waiting.delete(worker.id)) return;
+      ask.payloads.push(m.payload);
+      if (ask.waiting.size === 0) finishAsk(m.id);
+    } else {
+      for (const s of slots) if (s.ready && s.worker !== worker) deliver(s.worker, { petstore: 'told', what: m.what, payload: m.payload });
+    }
+  };
+
+  const finishAsk = (id: number): void => {
+    const ask = asks.get(id);
+    if (ask === undefined) return;
+    asks.delete(id);
+    clearTimeout(ask.timer);
+    deliver(ask.from, { petstore: 'answers', id: ask.id, payloads: ask.payloads });
+  };
+
+  const onExit = (worker: Worker, code: number | null, signal: string | null): void => {
+    const slot = bySlot.get(worker.id);
+    if (slot === undefined) return;
+    bySlot.delete(worker.id);
+    slot.worker = undefined;
+    slot.ready = false;
+    for (const [id, ask] of asks) if (ask.waiting.delete(worker.id) && ask.waiting.size === 0) finishAsk(id);
+    if (slot.onStart !== undefined) {
+      const started = slot.onStart;
+      slot.onStart = undefined;
+      started(false);
+      // The start itself failed: its own message is on stderr already.
+      if (phase === 'starting') io.err(`petstore: worker ${slot.n} could not start (${code === null ? `signal ${signal}` : `exit code ${code}`}); stopping`);
+    }
+    if (phase === 'stopping') {
+      if (code !== 0) stopCode = 1;
+      if (slots.every((s) => s.worker === undefined)) done(stopCode);
+      return;
+    }
+    if (phase === 'starting') return;
+    const lived = Date.now() - slot.startedAt;
+    slot.quickDeaths = lived < HEALTHY_AFTER_MS ? slot.quickDeaths + 1 : 0;
+    const delay = Math.min(FIRST_RESTART_MS * 2 ** Math.max(0, slot.quickDeaths - 1), MAX_RESTART_MS);
+    logger.log(code === 0 && signal === null ? 'warn' : 'error', 'worker exited; restarting it', {
+      worker: slot.n, workerPid: worker.process.pid, code, signal, livedMs: lived, restartInMs: delay,
+    });
+    slot.restart = setTimeout(() => fork(slot, false), delay);
+  };
+
+  const stop = (why: string): void => {
+    if (phase === 'stopping') return;
+    const wasStarting = phase === 'starting';
+    phase = 'stopping';
+    const running = slots.filter((s) => s.worker !== undefined).length;
+    if (running > 0) io.err(`petstore: ${why}, stopping ${running} workers (each finishes its in-flight requests)`);
+    for (const s of slots) {
+      if (s.restart !== undefined) clearTimeout(s.restart);
+      s.restart = undefined;
+      // A worker still starting is told once it is up (see 'ready').
+      if (s.ready || !wasStarting) deliver(s.worker, { petstore: 'stop' });
+    }
+    if (slots.every((s) => s.worker === undefined)) {
+      done(stopCode);
+      return;
+    }
+    stopTimer = setTimeout(() => {
+      for (const s of slots) {
+        if (s.worker === undefined) continue;
+        io.err(`petstore: worker ${s.n} did not stop within ${STOP_TIMEOUT_MS / 1000} s; killing it`);
+        s.worker.process.kill('SIGKILL');
+      }
+    }, STOP_TIMEOUT_MS);
+  };
+
+  const reload = (): void => {
+    if (typeof resolved.configSource !== 'string') {
+      io.err('petstore: SIGHUP ignored: running on the built-in config, there is no file to reload');
+      return;
+    }
+    // A worker still starting reads the file as it is now.
+    for (const s of slots) if (s.ready) deliver(s.worker, { petstore: 'reload' });
+  };
+
+  const onTerm = (): void => stop('SIGTERM received');
+  const onInt = (): void => stop('SIGINT received');
+  cluster.on('message', onMessage);
+  cluster.on('exit', onExit);
+  process.on('SIGTERM', onTerm);
+  process.on('SIGINT', onInt);
+  process.on('SIGHUP', reload);
+  const cleanup = (): void => {
+    if (stopTimer !== undefined) clearTimeout(stopTimer);
+    cluster.off('message', onMessage);
+    cluster.off('exit', onExit);
+    process.off('SIGTERM', onTerm);
+    process.off('SIGINT', onInt);
+    process.off('SIGHUP', reload);
+    out.flush();
+  };
+
+  const start = async (): Promise<number> => {
+    const [first, ...rest] = slots as [Slot, ...Slot[]];
+    fork(first, true);
+    let ok = await waitStart(first);
+    if (ok && phase === 'starting') {
+      for (const s of rest) fork(s, false);
+      ok = (await Promise.all(rest.map(waitStart))).every(Boolean);
+    }
+    if (!ok || phase !== 'starting') {
+      if (phase === 'starting') {
+        stopCode = 1;
+        stop('a worker could not start');
+      }
+      return finished;
+    }
+    phase = 'serving';
+    io.out(`petstore listening on ${serviceUrl as string}`);
+    out.release();
+    for (const s of slots) if (s.ready) deliver(s.worker, { petstore: 'release' });
+    logger.log('info', 'workers started', { workers: slots.map((s) => ({ worker: s.n, workerPid: s.worker?.process.pid })) });
+    return finished;
+  };
+
+  return start().then((code) => {
+    cleanup();
+    return code;
+  });
+}

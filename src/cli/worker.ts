@@ -1,0 +1,108 @@
+// One worker of --workers N: the same server as one process, on the port the primary holds
+// for all (node:cluster), with a line to the other workers (metrics, faults). The primary
+// prints the ready line; a worker says it is listening and holds its log lines until the
+// primary has printed it. It stops when the primary says so, on SIGTERM, or when the primary
+// is gone; SIGINT (a terminal's Ctrl-C reaches every process of the group) is left to the
+// primary, which stops every worker.
+import cluster from 'node:cluster';
+import { batchingSink, jsonLogger, safeStderr, safeStdout, wholeLines } from '../core/index.js';
+import { WorkerPeers, isPrimaryMessage, startWithConfig, type PetstoreHandle, type WorkerMessage } from '../server/index.js';
+import type { Io, Resolved } from './args.js';
+import { readSeedFile } from './seed.js';
+import { describeStartError, startOptions } from './start-options.js';
+
+/** Set by the primary in its workers' environment (with the two below). */
+export const WORKER_ENV = 'PETSTORE_CLUSTER_WORKER';
+/** The port to listen on when the primary has learned it (after every worker of a --port 0 start died). */
+export const PORT_ENV = 'PETSTORE_CLUSTER_PORT';
+/** The worker's number, 1..N, kept across its restarts (for messages). */
+export const SLOT_ENV = 'PETSTORE_CLUSTER_SLOT';
+/** "1" in the first worker of a start only: it adds the --seed pets, once for the service. */
+export const SEED_ENV = 'PETSTORE_CLUSTER_SEED';
+
+export function isClusterWorker(env: NodeJS.ProcessEnv): boolean {
+  return cluster.isWorker && env[WORKER_ENV] === '1';
+}
+
+export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: Io): Promise<number> {
+  const id = env[SLOT_ENV] ?? String(cluster.worker?.id ?? 0);
+  const say = (line: string): void => io.err(`petstore: worker ${id}: ${line}`);
+  const out = batchingSink(wholeLines(safeStdout()));
+  const logger = jsonLogger(resolved.logLevel, out.sink);
+  const peers = new WorkerPeers();
+  let handle: PetstoreHandle | undefined;
+  let stopRequested = false;
+  let finish: (code: number) => void = () => undefined;
+  const finished = new Promise<number>((resolve) => { finish = resolve; });
+
+  const stop = (why: string): void => {
+    if (stopRequested) return;
+    stopRequested = true;
+    if (handle === undefined) return; // still starting: stopped as soon as it is up
+    if (why !== 'stop') say(`${why}, finishing in-flight requests`);
+    handle.close().then(
+      () => finish(0),
+      (err: unknown) => { say(`error while stopping: ${describeStartError(err)}`); finish(1); },
+    );
+  };
+  const reload = (): void => {
+    if (handle === undefined) return; // still starting: it reads the file as it is now
+    if (typeof resolved.configSource !== 'string') {
+      say('reload ignored: running on the built-in config, there is no file to reload');
+      return;
+    }
+    handle.reload(resolved.configSource).then(
+      () => say(`config reloaded from ${resolved.configSource as string}`),
+      (err: unknown) => say(`config reload refused, the old config stays in force: ${describeStartError(err)}`),
+    );
+  };
+  const onMessage = (m: unknown): void => {
+    if (!isPrimaryMessage(m)) return;
+    if (m.petstore === 'release') out.release();
+    else if (m.petstore === 'reload') reload();
+    else if (m.petstore === 'stop') stop('stop');
+  };
+  const onTerm = (): void => stop('SIGTERM received');
+  const onHup = (): void => reload();
+  const onInt = (): void => undefined;
+  const onDisconnect = (): void => stop('the primary is gone');
+  process.on('message', onMessage);
+  process.on('SIGTERM', onTerm);
+  process.on('SIGHUP', onHup);
+  process.on('SIGINT', onInt);
+  process.on('disconnect', onDisconnect);
+  const cleanup = (): void => {
+    process.off('message', onMessage);
+    process.off('SIGTERM', onTerm);
+    process.off('SIGHUP', onHup);
+    process.off('SIGINT', onInt);
+    process.off('disconnect', onDisconnect);
+    peers.close();
+    // The IPC channel would keep this process alive: closing it lets it exit. Through the
+    // worker, so that node:cluster knows it is wanted: a bare process.disconnect() is taken
+    // for a lost primary and exits at once with code 0, whatever this worker returns.
+    if (process.connected) cluster.worker?.disconnect();
+  };
+
+  try {
+    const seed = env[SEED_ENV] === '1' && resolved.seedFile !== undefined ? await readSeedFile(resolved.seedFile) : undefined;
+    const port = env[PORT_ENV] === undefined ? resolved.port : Number(env[PORT_ENV]);
+    handle = await startWithConfig({ ...startOptions(resolved, env, logger, seed), port }, resolved.config, peers);
+  } catch (err) {
+    out.drainTo(safeStderr());
+    say(describeStartError(err));
+    cleanup();
+    return 1;
+  }
+  const ready: WorkerMessage = { petstore: 'ready', url: handle.url };
+  if (process.connected) process.send?.(ready);
+  if (stopRequested) {
+    stopRequested = false;
+    stop('stop');
+  }
+  const code = await finished;
+  out.release();
+  out.flush();
+  cleanup();
+  return code;
+}

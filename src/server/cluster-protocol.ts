@@ -1,0 +1,43 @@
+// The messages between the primary of `--workers N` and its workers (node:cluster IPC). The
+// primary serves no requests and knows nothing of metrics or faults: it starts, stops and
+// restarts workers, and relays a worker's question to every other worker and their answers
+// back (a scrape that sums the whole service, a fault set through one worker armed in all).
+// Every message carries `petstore`, so that nothing else on the channel is taken for one.
+
+/** Worker -> primary. */
+export type WorkerMessage =
+  /** Listening (the port is the one the primary holds for every worker). */
+  | { readonly petstore: 'ready'; readonly url: string }
+  /** Ask every other worker `what`; the primary answers with `answers` (same id). */
+  | { readonly petstore: 'ask'; readonly id: number; readonly what: string; readonly payload: unknown }
+  /** The answer to an `asked`. */
+  | { readonly petstore: 'answer'; readonly id: number; readonly payload: unknown }
+  /** Tell every other worker, no answer wanted. */
+  | { readonly petstore: 'tell'; readonly what: string; readonly payload: unknown };
+
+/** Primary -> worker. */
+export type PrimaryMessage =
+  | { readonly petstore: 'asked'; readonly id: number; readonly what: string; readonly payload: unknown }
+  /** The answers of the other workers that answered within ASK_TIMEOUT_MS (none when alone). */
+  | { readonly petstore: 'answers'; readonly id: number; readonly payloads: readonly unknown[] }
+  | { readonly petstore: 'told'; readonly what: string; readonly payload: unknown }
+  /** The ready line is out: the worker's held log lines may follow it. */
+  | { readonly petstore: 'release' }
+  /** Reload the config file (the primary got SIGHUP). */
+  | { readonly petstore: 'reload' }
+  /** Stop gracefully and exit (the primary got SIGTERM or SIGINT). */
+  | { readonly petstore: 'stop' };
+
+/** How long the primary waits for the other workers' answers; a worker that is busy starting or stopping is left out. */
+export const ASK_TIMEOUT_MS = 2_000;
+
+const WORKER_KINDS = new Set(['ready', 'ask', 'answer', 'tell']);
+const PRIMARY_KINDS = new Set(['asked', 'answers', 'told', 'release', 'reload', 'stop']);
+
+export function isWorkerMessage(m: unknown): m is WorkerMessage {
+  return typeof m === 'object' && m !== null && WORKER_KINDS.has((m as { petstore?: unknown }).petstore as string);
+}
+
+export function isPrimaryMessage(m: unknown): m is PrimaryMessage {
+  return typeof m === 'object' && m !== null && PRIMARY_KINDS.has((m as { petstore?: unknown }).petstore as string);
+}

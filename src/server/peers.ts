@@ -1,0 +1,100 @@
+// A worker's line to the other workers of `--workers N`, through the primary (node:cluster
+// IPC; see cluster-protocol.ts): ask them all and gather their answers (a scrape of the whole
+// service), or tell them something (a fault armed or used). Alone, or once the primary is
+// gone, an ask is answered at once with no answers: a worker never waits on a missing peer.
+import { ASK_TIMEOUT_MS, isPrimaryMessage, type PrimaryMessage, type WorkerMessage } from './cluster-protocol.js';
+
+export interface Peers {
+  /** Asks every other worker; resolves with the answers that came (possibly none). */
+  ask(what: string, payload?: unknown): Promise<unknown[]>;
+  /** Tells every other worker; no answer. */
+  tell(what: string, payload?: unknown): void;
+  /** How this worker answers the others' asks of `what`. */
+  answer(what: string, fn: (payload: unknown) => unknown): void;
+  /** What this worker does when told `what`. */
+  onTold(what: string, fn: (payload: unknown) => void): void;
+  /** Stops listening (the server is closing). */
+  close(): void;
+}
+
+/** The IPC channel of a forked process: `process` in a worker. */
+export interface Channel {
+  send?: (message: WorkerMessage) => boolean;
+  readonly connected?: boolean;
+  on(event: 'message', fn: (message: unknown) => void): unknown;
+  off(event: 'message', fn: (message: unknown) => void): unknown;
+}
+
+export class WorkerPeers implements Peers {
+  readonly #channel: Channel;
+  readonly #pending = new Map<number, (payloads: unknown[]) => void>();
+  readonly #answers = new Map<string, (payload: unknown) => unknown>();
+  readonly #told = new Map<string, (payload: unknown) => void>();
+  readonly #listener = (m: unknown): void => {
+    if (isPrimaryMessage(m)) this.#receive(m);
+  };
+  #nextId = 1;
+
+  constructor(channel: Channel = process as unknown as Channel) {
+    this.#channel = channel;
+    channel.on('message', this.#listener);
+  }
+
+  ask(what: string, payload?: unknown): Promise<unknown[]> {
+    if (!this.#send({ petstore: 'ask', id: this.#nextId, what, payload })) return Promise.resolve([]);
+    const id = this.#nextId++;
+    return new Promise((resolve) => {
+      // The primary answers within ASK_TIMEOUT_MS; should it die meanwhile, this still ends.
+      const timer = setTimeout(() => settle([]), ASK_TIMEOUT_MS + 1_000);
+      const settle = (payloads: unknown[]): void => {
+        clearTimeout(timer);
+        this.#pending.delete(id);
+        resolve(payloads);
+      };
+      this.#pending.set(id, settle);
+    });
+  }
+
+  tell(what: string, payload?: unknown): void {
+    this.#send({ petstore: 'tell', what, payload });
+  }
+
+  answer(what: string, fn: (payload: unknown) => unknown): void {
+    this.#answers.set(what, fn);
+  }
+
+  onTold(what: string, fn: (payload: unknown) => void): void {
+    this.#told.set(what, fn);
+  }
+
+  close(): void {
+    this.#channel.off('message', this.#listener);
+    for (const settle of this.#pending.values()) settle([]);
+  }
+
+  #send(message: WorkerMessage): boolean {
+    if (this.#channel.send === undefined || this.#channel.connected === false) return false;
+    try {
+      return this.#channel.send(message);
+    } catch {
+      return false; // the channel closed between the check and the send: as if alone
+    }
+  }
+
+  #receive(m: PrimaryMessage): void {
+    if (m.petstore === 'answers') {
+      this.#pending.get(m.id)?.([...m.payloads]);
+    } else if (m.petstore === 'asked') {
+      const fn = this.#answers.get(m.what);
+      let payload: unknown;
+      try {
+        payload = fn?.(m.payload);
+      } catch {
+        payload = undefined; // an answer that failed is left out by the asker
+      }
+      this.#send({ petstore: 'answer', id: m.id, payload });
+    } else if (m.petstore === 'told') {
+      this.#told.get(m.what)?.(m.payload);
+    }
+  }
+}
