@@ -8,7 +8,7 @@ import { chmodSync, chownSync, existsSync, readFileSync, realpathSync, statSync,
 import { rename } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, keyDigest, parseConfig, repeatedMembers, type Config } from '../config/index.js';
+import { ConfigError, escapeKeyName, jsonSyntaxError, keyDigest, keyNameProblem, parseConfig, repeatedMembers, type Config } from '../config/index.js';
 import { fsyncDir, writeNewFileSynced } from '../core/index.js';
 import { UsageError, type Io } from './args.js';
 import { insertKey, removeKey } from './config-text.js';
@@ -70,16 +70,18 @@ async function keys(argv: readonly string[], env: NodeJS.ProcessEnv, io: Io): Pr
   if (command === 'add') {
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
     if (values.plan === undefined || values.name === undefined) throw new UsageError('keys add needs --plan PLAN and --name NAME');
+    const nameProblem = keyNameProblem(values.name);
+    if (nameProblem !== undefined) throw new Refused(`--name ${nameProblem}; the file is unchanged`);
     const entry: Record<string, unknown> = { sha256: '', plan: values.plan, name: values.name };
     if (values.limits !== undefined) entry.limits = parseLimits(values.limits);
     const key = randomBytes(32).toString('base64url');
     entry.sha256 = keyDigest(key);
     const text = insertKey(original.text, entryText(entry));
     const next = check(text, file, 'key not added, the file is unchanged');
-    await writeAtomically(file, text, original.bytes);
+    await writeAtomically(file, original.bom + text, original.bytes);
     const added = next.keys.get(entry.sha256 as string);
     io.out(key);
-    io.err(`added key "${values.name}" (plan ${values.plan}, ${added?.limits.perMinute}/minute, ${added?.limits.perDay}/day) to ${file}; ` +
+    io.err(`added key "${escapeKeyName(values.name)}" (plan ${escapeKeyName(values.plan)}, ${added?.limits.perMinute}/minute, ${added?.limits.perDay}/day) to ${file}; ` +
       'only its SHA-256 is kept: the key above is shown this once');
     io.err(NEXT_STEP);
     return 0;
@@ -88,11 +90,11 @@ async function keys(argv: readonly string[], env: NodeJS.ProcessEnv, io: Io): Pr
     const name = positionals[0];
     if (name === undefined || positionals.length > 1) throw new UsageError('keys revoke takes one NAME');
     const index = namesOf(original.raw).indexOf(name);
-    if (index === -1) throw new Refused(`${file} has no key named ${JSON.stringify(name)}; the file is unchanged (keys list shows the names)`);
+    if (index === -1) throw new Refused(`${file} has no key named "${escapeKeyName(name)}"; the file is unchanged (keys list shows the names)`);
     const text = removeKey(original.text, index);
     check(text, file, 'key not revoked, the file is unchanged');
-    await writeAtomically(file, text, original.bytes);
-    io.err(`revoked key "${name}" in ${file}; the running service accepts it until it reloads`);
+    await writeAtomically(file, original.bom + text, original.bytes);
+    io.err(`revoked key "${escapeKeyName(name)}" in ${file}; the running service accepts it until it reloads`);
     io.err(NEXT_STEP);
     return 0;
   }
@@ -128,17 +130,34 @@ function configFile(flag: string | undefined, env: NodeJS.ProcessEnv): string {
   return realpathSync(path);
 }
 
-function readConfig(file: string): { bytes: Buffer; text: string; raw: Record<string, unknown> } {
+/** What the file holds: its bytes, the byte order mark it starts with (or ''), the JSON text after it. */
+interface ConfigText {
+  readonly bytes: Buffer;
+  readonly bom: string;
+  readonly text: string;
+  readonly raw: Record<string, unknown>;
+}
+
+const BOM = '\uFEFF';
+
+function readConfig(file: string): ConfigText {
   const bytes = readFileSync(file);
-  const text = bytes.toString('utf8');
-  if (!Buffer.from(text, 'utf8').equals(bytes)) throw new Refused(`${file}: not valid UTF-8; it cannot be changed without changing other bytes`);
+  const whole = bytes.toString('utf8');
+  if (!Buffer.from(whole, 'utf8').equals(bytes)) throw new Refused(`${file}: not valid UTF-8; it cannot be changed without changing other bytes`);
+  // As the service reads it (load.ts): a UTF-8 byte order mark is ignored, and written back.
+  const bom = whole.startsWith(BOM) ? BOM : '';
+  const text = whole.slice(bom.length);
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(file, [`not valid JSON: ${(err as Error).message}`]);
+    // Placed by line and column, never quoted: the text may hold a key in clear.
+    const syntax = jsonSyntaxError(text);
+    throw new ConfigError(file, [syntax === undefined
+      ? `not valid JSON: ${(err as Error).message}`
+      : `not valid JSON at line ${syntax.line}, column ${syntax.column}: ${syntax.reason}`]);
   }
-  return { bytes, text, raw: raw as Record<string, unknown> };
+  return { bytes, bom, text, raw: raw as Record<string, unknown> };
 }
 
 /** The checks of a start (load.ts): JSON, every member named once, then parseConfig. */
@@ -185,7 +204,8 @@ function listing(config: Config, raw: Record<string, unknown>): string {
   // Config order; parseConfig kept the same order in its Map.
   [...config.keys.values()].forEach((k, i) => {
     const given = typeof list[i]?.key === 'string' ? 'key in clear' : 'sha256';
-    rows.push([names[i] ?? k.name, k.plan, String(k.limits.perMinute), String(k.limits.perDay), `${given} (${k.digest.slice(0, 8)}...)`]);
+    // Escaped whatever the check let through: a name is printed, never obeyed by the terminal.
+    rows.push([escapeKeyName(names[i] ?? k.name), escapeKeyName(k.plan), String(k.limits.perMinute), String(k.limits.perDay), `${given} (${k.digest.slice(0, 8)}...)`]);
   });
   const widths = (rows[0] as string[]).map((_, c) => Math.max(...rows.map((r) => (r[c] as string).length)));
   return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c] as number))).join('  ')).join('\n');
