@@ -8,6 +8,7 @@ import {
 import type { Config, KeyEntry } from './contract.js';
 import { DEFAULT_PLANS } from './defaults.js';
 import { keyDigest } from './digest.js';
+import { keyNameProblem } from './key-name.js';
 import { ConfigError } from './errors.js';
 import { limitsUrlProblem } from './limits-url.js';
 
@@ -242,7 +243,7 @@ function readKeys(r: Reader, v: unknown, plans: ReadonlyMap<string, Limits>): Ma
     }
     for (const k of Object.keys(item)) if (!KEY_FIELDS.has(k)) r.problem(`${where}.${k} is not a known field`);
     const digest = readKeyDigest(r, item, where);
-    const name = item.name === undefined ? `key #${i + 1}` : r.string(item.name, `${where}.name`);
+    const name = item.name === undefined ? `key #${i + 1}` : readKeyName(r, item.name, `${where}.name`);
     if (name !== undefined) {
       // Names pick a key out in logs and in `keys revoke NAME`: one name, one key.
       const first = names.get(name);
@@ -268,6 +269,15 @@ function readKeys(r: Reader, v: unknown, plans: ReadonlyMap<string, Limits>): Ma
     keys.set(digest, Object.freeze({ digest, name, plan, limits }));
   });
   return keys;
+}
+
+/** A name given in the config: printable (key-name.ts), since it is printed. */
+function readKeyName(r: Reader, v: unknown, where: string): string | undefined {
+  if (typeof v !== 'string') return r.string(v, where);
+  const problem = keyNameProblem(v);
+  if (problem === undefined) return v;
+  r.problem(`${where} ${problem}`);
+  return undefined;
 }
 
 function readKeyDigest(r: Reader, item: Raw, where: string): string | undefined {

@@ -10,5 +10,8 @@ export type { MemoryStoreOptions } from './memory.js';
 export { openFileStore } from './file/index.js';
 export type { DiskOp, FileStoreOptions, StoreObserver } from './file/index.js';
 export { DEFAULT_LOCK_STALE_MS, MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from './file/index.js';
+// The data file's lock, also taken by `keys` around its change of the config file.
+export { acquireLock, LockHeldError } from './file/index.js';
+export type { DataLock } from './file/index.js';
 export { isPostgresUrl, openPostgresStore, redactUrl } from './postgres/index.js';
 export type { PostgresStore, PostgresStoreOptions } from './postgres/index.js';

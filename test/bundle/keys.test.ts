@@ -160,3 +160,77 @@ test('keys list: names, plans and limits, never a key or a whole digest', async 
   }
   assert.doesNotMatch(r.stdout, /[0-9a-f]{64}/);
 });
+
+describe('key names print as what they are', () => {
+  const names = ['a\nb', '\u0001', '\u001b[2J\u001b[31mEVIL', 'x\u202ey', 'x\u0085y', 'x\u2066y'];
+  for (const name of names) {
+    test(`keys add --name ${JSON.stringify(name)}: refused, exit 1, nothing printed raw, the file unchanged`, async () => {
+      const { dir, file } = demoCopy();
+      const before = readFileSync(file);
+      const r = await keys(['add', '--plan', 'pro', '--name', name, '--config', file], dir);
+      assert.equal(r.code, 1, r.stderr);
+      assert.equal(r.stdout, '', 'no key printed');
+      assert.match(r.stderr, /--name holds U\+[0-9A-F]{4} at position \d+: names must be printable characters/);
+      assert.ok(!r.stderr.includes(name));
+      assert.ok(readFileSync(file).equals(before));
+      assert.deepEqual(readdirSync(dir), ['petstore.config.json']);
+    });
+  }
+
+  test('a config file with such a name: the service refuses to start, keys list refuses it, both naming the character', async () => {
+    const dir = tempDir();
+    const file = writeConfig(dir, testConfig({ keys: [{ key: KEYS.free, plan: 'free', name: 'ok\nfake-row  pro  300' }] }));
+    const start = await runBundle(['--memory', '--port', '0', '--config', file], { cwd: dir });
+    assert.equal(start.code, 1);
+    assert.match(start.stderr, /keys\[0\]\.name holds U\+000A at position 3: names must be printable characters/);
+    const list = await keys(['list', '--config', file], dir);
+    assert.equal(list.code, 1);
+    assert.equal(list.stdout, '');
+    assert.match(list.stderr, /keys\[0\]\.name holds U\+000A/);
+  });
+
+  test('keys list escapes what it prints: a plan named with a terminal escape is shown as \\u001b', async () => {
+    const dir = tempDir();
+    const plan = '\u001b[2Jgold';
+    const file = writeConfig(dir, { plans: { [plan]: { perMinute: 5, perDay: 50 } }, keys: [{ key: KEYS.free, plan, name: 'café ✓' }] });
+    const r = await keys(['list', '--config', file], dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(!r.stdout.includes('\u001b'), 'no raw escape reaches the terminal');
+    assert.match(r.stdout, /^café ✓\s+\\u001b\[2Jgold\s+5\s+50\s/m, 'printable names as they are');
+  });
+});
+
+test('a config starting with a UTF-8 byte order mark: list, add and revoke work as for the service, the mark kept, every other byte too', async () => {
+  const dir = tempDir();
+  const file = join(dir, 'bom.json');
+  const original = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{\n  "keys": [\n    {"key":"a","plan":"free","name":"x"}\n  ]\n}\n')]);
+  writeFileSync(file, original);
+  const list = await keys(['list', '--config', file], dir);
+  assert.equal(list.code, 0, list.stderr);
+  assert.match(list.stdout, /^x\s+free\s+60\s+1000\s+key in clear/m);
+  const added = await keys(['add', '--plan', 'pro', '--name', 'windows', '--config', file], dir);
+  assert.equal(added.code, 0, added.stderr);
+  const after = readFileSync(file);
+  assert.ok(after.subarray(0, 3).equals(Buffer.from([0xef, 0xbb, 0xbf])), 'the mark is kept');
+  assert.equal(after.toString('utf8').slice(1),
+    `{\n  "keys": [\n    {"key":"a","plan":"free","name":"x"},\n    { "sha256": "${sha256(added.stdout.trim())}", "plan": "pro", "name": "windows" }\n  ]\n}\n`);
+  const srv = await startBundle(['--memory', '--config', file], { cwd: dir });
+  try {
+    assert.equal((await call(`${srv.url}/pets`, { key: added.stdout.trim() })).status, 200, 'the service reads the file keys wrote');
+  } finally {
+    await srv.stop();
+  }
+  const revoked = await keys(['revoke', 'windows', '--config', file], dir);
+  assert.equal(revoked.code, 0, revoked.stderr);
+  assert.ok(readFileSync(file).equals(original), 'add then revoke: the file as it was, mark included');
+});
+
+test('a config that is not JSON: placed by line and column as a start places it, never quoting the text (it may hold a key)', async () => {
+  const dir = tempDir();
+  const file = join(dir, 'broken.json');
+  writeFileSync(file, '{\n  "keys": [{"key": "secret-key-1", "plan": free}]\n}\n');
+  const r = await keys(['list', '--config', file], dir);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /not valid JSON at line 2, column 44: expected a value, found a letter/);
+  assert.ok(!r.stderr.includes('secret-key-1'));
+});
