@@ -3,9 +3,18 @@
 // only when they all have safe methods. Behind a POST, a GET of the pet it creates would be
 // answered 404 after its 201. So a request that arrives on a connection while a non-safe
 // request of that connection is being answered waits until that answer has finished.
+//
+// Holding requests must not undo node's own backpressure. node stops reading a connection
+// (socket._paused, and its parser paused) once the answers it has not yet sent pass the
+// socket's high-water mark; held requests have no answer yet, so node would read on and on,
+// and then answer them all at once. So a connection that holds requests is paused the same
+// way, and stays paused until they have run: the requests already parsed (at most one read,
+// 64 KiB) wait, and the rest stay in the kernel's buffers, which push back on the client.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { Socket } from 'node:net';
 import type { RequestListener } from './exchange.js';
+
+const resumeReading = Socket.prototype.resume;
 
 /** A connection's requests waiting for the non-safe request in flight before them. */
 class Held {
@@ -15,6 +24,10 @@ class Held {
 }
 
 interface PipelinedSocket extends Socket {
+  /** node:http's own "stop reading" flag (_http_server.js): its 'resume' handler re-pauses while set. */
+  _paused?: boolean;
+  /** node:http's parser of the connection; null once the connection is done. */
+  parser?: { resume(): void } | null;
   /** Set while a non-safe request of this connection is being answered; else undefined. */
   petstoreHeld?: Held | undefined;
   /** Kept for the connection's next non-safe request (one allocation per connection). */
@@ -32,6 +45,7 @@ export function orderPipelined(listener: RequestListener): RequestListener {
     const held = socket.petstoreHeld;
     if (held !== undefined) {
       held.waiting.push(req, res);
+      if (socket._paused !== true) stopReading(socket);
       return;
     }
     const method = req.method;
@@ -45,12 +59,41 @@ export function orderPipelined(listener: RequestListener): RequestListener {
 }
 
 /**
+ * Stops reading a connection that holds requests, as node does when answers pile up. node
+ * clears the flag and resumes the socket once its own backlog is sent (socketOnDrain): on
+ * this socket resume() keeps it paused while requests are held. Installed once per
+ * connection, on the first that holds (pipelining clients only).
+ */
+function stopReading(socket: PipelinedSocket): void {
+  if (socket.resume !== resumeWhenNotHolding) socket.resume = resumeWhenNotHolding;
+  socket._paused = true;
+  socket.pause();
+}
+
+function resumeWhenNotHolding(this: PipelinedSocket): Socket {
+  const held = this.petstoreHeld;
+  if (held !== undefined && held.waiting.length > 0) {
+    this._paused = true;
+    return this;
+  }
+  return resumeReading.call(this);
+}
+
+/** Reads the connection again, as node's socketOnDrain does; node pauses it again at the next request if its answers still pile up. */
+function readAgain(socket: PipelinedSocket): void {
+  if (socket.destroyed || socket._paused !== true) return;
+  socket._paused = false;
+  socket.parser?.resume();
+  resumeReading.call(socket);
+}
+
+/**
  * The non-safe request's response is done ('close' follows 'finish', or comes alone when
  * the connection dropped). When node is closing the connection after it (Connection: close,
  * as every answer has once the server is stopping; or the client went away), the requests
  * behind would never be answered: they are not handled at all, so nothing is stored for a
  * client that never hears of it. Otherwise they run in order, until the next non-safe one
- * holds the rest again.
+ * holds the rest again; once none is held, the connection is read again.
  */
 function settled(this: ServerResponse): void {
   const socket = this.req.socket as PipelinedSocket;
@@ -66,8 +109,12 @@ function settled(this: ServerResponse): void {
     if (again !== undefined) {
       // A non-safe request among them is in flight now: the rest wait for it, in order.
       for (let j = i; j < waiting.length; j++) again.waiting.push(waiting[j] as IncomingMessage | ServerResponse);
+      // (An answer written meanwhile may have let node resume the socket.)
+      if (socket._paused !== true) stopReading(socket);
       return;
     }
     held.run(waiting[i] as IncomingMessage, waiting[i + 1] as ServerResponse);
   }
+  // (The last one run may be non-safe, holding nothing yet: its body may need the socket.)
+  readAgain(socket);
 }
