@@ -22,6 +22,7 @@ const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 // RFC 6750 section 2.1: a bearer token is a token68.
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
+const MIN_ADMIN_KEY_LENGTH = 16;
 
 type Raw = Record<string, unknown>;
 
@@ -310,6 +311,11 @@ function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>): 
     return undefined;
   }
   for (const k of Object.keys(v)) if (k !== 'key' && k !== 'sha256') r.problem(`admin.${k} is not a known field`);
+  // The admin key empties the store: a short one is guessed from enough addresses, whatever
+  // the per-address budget of 401s. (A digest's key cannot be measured.)
+  if (typeof v.key === 'string' && TOKEN68.test(v.key) && v.key.length < MIN_ADMIN_KEY_LENGTH) {
+    r.problem(`admin.key must be at least ${MIN_ADMIN_KEY_LENGTH} characters long (it has ${v.key.length}); make one with: openssl rand -hex 16`);
+  }
   const digest = readKeyDigest(r, v, 'admin');
   if (digest === undefined) return undefined;
   const same = keys.get(digest);

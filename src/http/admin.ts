@@ -7,14 +7,12 @@ import type { Config, KeyEntry } from '../config/index.js';
 import { ApiError, clip } from '../core/index.js';
 import type { LimitResult } from '../limits/index.js';
 import { applyLimit, chargeAddress } from './charge.js';
-import { authenticate, challenge, type AuthResult } from './auth.js';
+import { authenticate, challenge, unauthorized, type AuthResult } from './auth.js';
 import type { Exchange, Instance } from './exchange.js';
 import { fail } from './failure.js';
 import { send } from './send.js';
 
 export const ADMIN_PREFIX = '/__admin/';
-
-const NOT_ADMIN = new ApiError('unauthorized', 'This path needs the admin key: send "Authorization: Bearer <admin key>".');
 
 export function handleAdmin(app: Instance, x: Exchange, config: Config, method: string, path: string): Promise<void> | undefined {
   const digest = (config.admin as { readonly digest: string }).digest;
@@ -55,13 +53,13 @@ export function handleAdmin(app: Instance, x: Exchange, config: Config, method: 
   });
 }
 
-/** The 401 of a request without the admin key, with the keyless budget's headers (or its 429). */
+/** The 401 of a request without the admin key, as any path's (auth.ts), with the keyless budget's headers (or its 429). */
 function refuse(app: Instance, x: Exchange, limit: LimitResult, auth: AuthResult): void {
   try {
     applyLimit(app, x, limit);
     x.headers['www-authenticate'] = challenge(auth);
     app.metrics?.unauthorized(auth.kind === 'missing' ? 'missing_key' : auth.kind === 'invalid' ? 'invalid_key' : 'other_scheme');
-    throw NOT_ADMIN;
+    throw unauthorized(auth);
   } catch (err) {
     fail(app, x, err);
   }

@@ -23,7 +23,7 @@ import type { Config } from '../config/index.js';
 import { ApiError, clip } from '../core/index.js';
 import type { LimitResult } from '../limits/index.js';
 import { hasPageVersion } from '../store/index.js';
-import { authenticate, challenge, type AuthResult } from './auth.js';
+import { authenticate, challenge, unauthorized, type AuthResult } from './auth.js';
 import { PendingBodies } from './body.js';
 import { applyLimit, chargeAddress } from './charge.js';
 import { addPreflightHeaders, allowCors } from './cors.js';
@@ -38,11 +38,6 @@ import { Router, type Match } from './router.js';
 import { send } from './send.js';
 
 export type { AppDeps, RequestListener } from './exchange.js';
-
-// The 401 answers never vary: built once (they are the answer to every key-guessing flood).
-const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send "Authorization: Bearer <key>".');
-const INVALID_KEY = new ApiError('unauthorized', 'The API key is not valid.');
-const OTHER_SCHEME = new ApiError('unauthorized', 'Only API keys are accepted: send "Authorization: Bearer <key>".');
 
 export function createApp(deps: AppDeps): RequestListener {
   const router = new Router<RouteSpec>();
@@ -171,7 +166,7 @@ function admitted(
     if (auth !== undefined && auth.kind !== 'key') {
       x.headers['www-authenticate'] = challenge(auth);
       app.metrics?.unauthorized(auth.kind === 'missing' ? 'missing_key' : auth.kind === 'invalid' ? 'invalid_key' : 'other_scheme');
-      throw auth.kind === 'missing' ? MISSING_KEY : auth.kind === 'invalid' ? INVALID_KEY : OTHER_SCHEME;
+      throw unauthorized(auth);
     }
     // RFC 9110 section 10.1.1: an expectation the server cannot meet is a 417.
     const expect = x.req.headers.expect;

@@ -2,6 +2,7 @@
 // comparison never runs over the secret itself: hashing both sides to a fixed length first
 // makes the lookup time independent of how much of a wrong key matches.
 import { keyDigest, type KeyEntry } from '../config/index.js';
+import { ApiError } from '../core/index.js';
 
 export type AuthResult =
   | { readonly kind: 'key'; readonly entry: KeyEntry }
@@ -41,4 +42,17 @@ export function challenge(result: AuthResult): string {
   return result.kind === 'invalid'
     ? 'Bearer realm="petstore", error="invalid_token", error_description="The API key is not valid."'
     : 'Bearer realm="petstore"';
+}
+
+// The 401 answers never vary: built once (they are the answer to every key-guessing flood).
+const MISSING_KEY = new ApiError('unauthorized', 'An API key is required: send "Authorization: Bearer <key>".');
+const INVALID_KEY = new ApiError('unauthorized', 'The API key is not valid.');
+const OTHER_SCHEME_KEY = new ApiError('unauthorized', 'Only API keys are accepted: send "Authorization: Bearer <key>".');
+
+/**
+ * The Error of a 401, the same on every path: /__admin answers a request without its key
+ * with these too, so that a 401 does not tell an outsider that admin is enabled.
+ */
+export function unauthorized(result: AuthResult): ApiError {
+  return result.kind === 'missing' ? MISSING_KEY : result.kind === 'invalid' ? INVALID_KEY : OTHER_SCHEME_KEY;
 }

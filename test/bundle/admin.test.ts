@@ -130,6 +130,46 @@ describe('who may call them', () => {
     }
   });
 
+  test('a request without the admin key gets the 401 any path gives: nothing tells that admin is enabled', async () => {
+    // Headers that describe the request or the moment, not whether admin exists.
+    const varying = new Set(['date', 'x-request-id', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'content-length']);
+    const answer = (r: Res): unknown => ({
+      status: r.status,
+      body: r.json,
+      headers: [...r.headers].filter(([name]) => !varying.has(name)).sort(),
+    });
+    const asked = async (base: string): Promise<unknown[]> => {
+      const out: unknown[] = [];
+      for (const authorization of [undefined, 'Bearer wrong-admin-key', 'Basic YTpi', 'Bearer']) {
+        const headers: Record<string, string> = authorization === undefined ? {} : { authorization };
+        out.push(answer(await call(`${base}/__admin/reset`, { method: 'POST', headers })));
+      }
+      return out;
+    };
+    let withIt: unknown[] = [];
+    await withAdmin(async (srv) => {
+      withIt = await asked(srv.url.replace(/\/v1$/, ''));
+    });
+    const dir = tempDir();
+    const srv = await startBundle(['--memory', '--config', writeConfig(dir)], { cwd: dir });
+    try {
+      const without = await asked(srv.url.replace(/\/v1$/, ''));
+      assert.equal((withIt[1] as { status: number }).status, 401);
+      assert.deepEqual(withIt, without);
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  test('an admin key in clear shorter than 16 characters is refused at start, the key not echoed', async () => {
+    const dir = tempDir();
+    const { runBundle } = await import('../helpers.js');
+    const r = await runBundle(['--memory', '--port', '0', '--config', writeConfig(dir, testConfig({ admin: { key: 'adm-secret' } }))], { cwd: dir });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /admin\.key must be at least 16 characters long/);
+    assert.ok(!r.stderr.includes('adm-secret'));
+  });
+
   test('the admin key must differ from every API key: refused at start, the key not echoed', async () => {
     const dir = tempDir();
     const { runBundle } = await import('../helpers.js');
