@@ -31,6 +31,9 @@ export class Faults {
    * further while it is 0, so faults cost nothing when none is set.
    */
   armed = 0;
+  /** The waits of delayMs faults under way, each its own end: stop() ends them at once. */
+  readonly #waits = new Set<() => void>();
+  #stopped = false;
 
   set(spec: FaultSpec): void {
     this.#byOperation.set(spec.operation, { ...spec, remaining: spec.count });
@@ -51,6 +54,29 @@ export class Faults {
       this.armed = this.#byOperation.size;
     }
     return fault;
+  }
+
+  /**
+   * The wait of a delayMs fault: resolves after `ms`, or at once once the service is stopping
+   * (stop()), so that an injected delay never holds a stop past its grace period.
+   */
+  wait(ms: number): Promise<void> {
+    if (this.#stopped || ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const end = (): void => {
+        clearTimeout(timer);
+        this.#waits.delete(end);
+        resolve();
+      };
+      const timer = setTimeout(end, ms);
+      this.#waits.add(end);
+    });
+  }
+
+  /** The service is stopping: waits under way end now (their requests are served), and later ones do not wait. */
+  stop(): void {
+    this.#stopped = true;
+    for (const end of [...this.#waits]) end();
   }
 
   list(): Array<{ operation: string; status?: number; delayMs?: number; retryAfter?: number; remaining: number }> {

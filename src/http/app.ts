@@ -182,7 +182,7 @@ function admitted(
     if (app.faults.armed !== 0) {
       const fault = app.faults.take(match.handler.operationId);
       if (fault?.status !== undefined) throw faultError(fault);
-      if (fault !== undefined) return delay(fault.delayMs ?? 0).then(() => dispatch(app, x, match.handler, match.params, config, url, q, scope));
+      if (fault !== undefined) return app.faults.wait(fault.delayMs ?? 0).then(() => dispatch(app, x, match.handler, match.params, config, url, q, scope));
     }
     return dispatch(app, x, match.handler, match.params, config, url, q, scope);
   } catch (err) {
@@ -214,10 +214,6 @@ function dispatch(
   if (reply instanceof ApiError) fail(app, x, reply);
   else sendReply(app, x, reply);
   return undefined;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** A CORS preflight's 204, charged to the client address like a keyless request. */

@@ -191,6 +191,8 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     close() {
       stopping = true;
       peers?.close();
+      // A request waiting out an injected delay is served now, not after the grace.
+      faults.stop();
       closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(() => {
         metrics?.close();
         return releaseAll([() => store.close(), () => keyLimiter.close(), () => addressLimiter.close()]).finally(() => limiters.link?.close());

@@ -242,6 +242,31 @@ describe('faults', () => {
     });
   });
 
+  test('SIGTERM during a delayMs wait: the waiting create is served at once, stored, and the process exits within the grace', async () => {
+    const dir = tempDir();
+    const data = join(dir, 'pets.json');
+    const config = writeConfig(dir, testConfig({ admin: { key: ADMIN_KEY } }));
+    const srv = await startBundle(['--data', data, '--config', config], { cwd: dir });
+    // Longer than the 10 s grace: before the fix the process stayed until the wait was over.
+    assert.equal((await adminCall(srv, 'POST', '/faults', { operation: 'createPet', delayMs: 30_000, count: 5 })).status, 200);
+    const waiting = post(`${srv.url}/pets`, KEYS.pro, { name: 'Waiting', categoryId: 1 });
+    await new Promise((r) => setTimeout(r, 300));
+    const stopped = Date.now();
+    srv.proc.kill('SIGTERM');
+    const answer = await waiting;
+    const code = await srv.exited;
+    const took = Date.now() - stopped;
+    assert.equal(code, 0, srv.stderr());
+    assert.equal(answer.status, 201, answer.text);
+    assert.ok(took < 10_000, `exited ${took} ms after SIGTERM, past the 10 s grace`);
+    const again = await startBundle(['--data', data, '--config', config], { cwd: dir });
+    try {
+      assert.deepEqual(await ids(again), [1], 'the create answered 201 is stored');
+    } finally {
+      await again.stop();
+    }
+  });
+
   test('a bad fault is a 400 naming every problem, and sets nothing', async () => {
     await withAdmin(async (srv) => {
       const bad = await adminCall(srv, 'POST', '/faults', { operation: 'dropTables', status: 500, delayMs: -1, count: 0, extra: 1 });
