@@ -113,6 +113,7 @@ const createPet: RouteSpec = {
     422: { description: 'The Idempotency-Key was already used with another payload; nothing was added.', schema: 'Error' },
     501: { description: 'The body has a transfer coding other than chunked (gzip, ...); nothing was added.', schema: 'Error' },
     503: { description: 'The store cannot write right now, its write queue is full, the database cannot be reached, or too many bodies are arriving at once; retry after Retry-After seconds. Nothing was added, except that a create whose database answer timed out may have been committed: retry it with the same Idempotency-Key.', schema: 'Error' },
+    507: { description: 'No pet id is left (ids stay within the safe integer range and the largest is taken); nothing was added. Not to be retried: only a reset frees ids.', schema: 'Error' },
   },
   async handler({ req, res, store, maxBodyBytes, base, bodies, config, scope }) {
     const header = req.headers['idempotency-key'];

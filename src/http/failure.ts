@@ -2,13 +2,15 @@
 // 400, anything else as a logged 500; a 413 waits for the rest of its upload (drain.ts).
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../core/index.js';
-import { StoreBusyError, StoreInputError, StoreUnavailableError, StoreUnreachableError } from '../store/index.js';
+import { IdsExhaustedError, StoreBusyError, StoreInputError, StoreUnavailableError, StoreUnreachableError } from '../store/index.js';
 import { BodyTooLarge, sendContinue } from './body.js';
 import { DRAIN_CAP_BYTES, discardThen } from './drain.js';
 import type { Exchange, Instance } from './exchange.js';
 import { send } from './send.js';
 
 const UNREACHABLE = new ApiError('service_unavailable', 'The database cannot be reached right now; retry later.');
+// RFC 4918 section 11.5: a 507 is not to be repeated by automation. No Retry-After: no wait helps.
+const IDS_EXHAUSTED = new ApiError('ids_exhausted', `No pet id is left: ids stay within the safe integer range (up to ${Number.MAX_SAFE_INTEGER}) and the largest is taken; nothing was added. Retrying cannot help.`);
 
 /** Turns any failure into an Error body; only unexpected ones are 500s, and logged. */
 export function fail(app: Instance, x: Exchange, err: unknown): void {
@@ -31,6 +33,8 @@ export function fail(app: Instance, x: Exchange, err: unknown): void {
       if (err instanceof StoreBusyError) logBusy(app);
       else deps.logger.log('error', 'store unavailable', { reqId: x.reqId, err: err.message });
     }
+  } else if (err instanceof IdsExhaustedError) {
+    error = IDS_EXHAUSTED;
   } else if (err instanceof StoreInputError) {
     // The store refused input it cannot honour (seed ids): the client's request, not a fault.
     error = new ApiError('invalid_request', err.message);

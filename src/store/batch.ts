@@ -1,7 +1,7 @@
 // Write planning: queued operations become one batch (ids assigned in queue order, journal
 // lines built) and, once the batch is durable (or at once for the memory store), are applied
 // to the index. Reads are in reads.ts.
-import { StoreInputError, StoreUnavailableError } from './errors.js';
+import { IdsExhaustedError, StoreInputError } from './errors.js';
 import { makePet, petJson, RESET_RECORD, MAX_NEXT_ID } from './codec.js';
 import type { PetIndex } from './pet-index.js';
 import type { SeedPet, StoredPet } from './contract.js';
@@ -56,7 +56,7 @@ export function checkSeedInput(input: ReadonlyArray<SeedPet>): void {
   });
 }
 
-const exhausted = (): StoreUnavailableError => new StoreUnavailableError('id space exhausted');
+const exhausted = (): IdsExhaustedError => new IdsExhaustedError('id space exhausted');
 
 /**
  * Assigns ids from nextId in queue order. An operation that cannot be honoured (seed ids

@@ -1,5 +1,6 @@
 // The three ways the store reports trouble. The HTTP layer maps them to status codes:
-// StoreUnavailableError -> 503, StoreInputError -> 400; StoreOpenError stops the start.
+// StoreUnavailableError -> 503, StoreInputError -> 400, IdsExhaustedError -> 507; StoreOpenError
+// stops the start.
 import { StartError } from '../core/index.js';
 
 /** The store refused to open: corrupt or unreadable data, or another live process holds it. */
@@ -33,6 +34,14 @@ export class StoreUnreachableError extends StoreUnavailableError {
 /** Too many writes are already waiting for the disk: refused at once, nothing done. */
 export class StoreBusyError extends StoreUnavailableError {
   override readonly name = 'StoreBusyError';
+}
+
+/**
+ * No id is left: ids stay within the safe integer range, and the largest has been given
+ * (a seed can give it). Retrying cannot help; only a reset frees ids.
+ */
+export class IdsExhaustedError extends Error {
+  override readonly name = 'IdsExhaustedError';
 }
 
 /** seed() was given ids the store cannot honour. */

@@ -270,14 +270,14 @@ describe('every operation', () => {
     assert.ok(headerNames(obj(r['200'], '200')).includes('Link'));
   });
 
-  test('createPet: required NewPet body, optional Idempotency-Key header; 201 Pet with Location; 400, 401, 409, 413, 415, 422, 429, 501, 503', () => {
+  test('createPet: required NewPet body, optional Idempotency-Key header; 201 Pet with Location; 400, 401, 409, 413, 415, 422, 429, 501, 503, 507', () => {
     const op = operation('/pets', 'post');
     assert.equal(op.operationId, 'createPet');
     const body = obj(op.requestBody, 'requestBody');
     assert.equal(body.required, true);
     assert.deepEqual(obj(obj(body.content, 'content')['application/json'], 'json').schema, { $ref: '#/components/schemas/NewPet' });
     const r = responses(op, 'createPet');
-    assert.deepEqual(Object.keys(r).sort(), ['201', '400', '401', '409', '413', '415', '422', '429', '501', '503']);
+    assert.deepEqual(Object.keys(r).sort(), ['201', '400', '401', '409', '413', '415', '422', '429', '501', '503', '507']);
     assert.deepEqual(obj(obj(r['201']?.content, 'content')['application/json'], 'json').schema, { $ref: '#/components/schemas/Pet' });
     assert.ok(headerNames(obj(r['201'], '201')).includes('Location'));
     const key = param(op, 'Idempotency-Key');

@@ -8,7 +8,7 @@ import postgres from 'postgres';
 import { ManualClock } from '../../src/core/clock.js';
 import { silentLogger } from '../../src/core/index.js';
 import type { LogLevel, Logger, NewPet } from '../../src/core/types.js';
-import { newPetFingerprint, openPostgresStore, StoreUnavailableError, StoreUnreachableError } from '../../src/store/index.js';
+import { IdsExhaustedError, newPetFingerprint, openPostgresStore, StoreUnavailableError, StoreUnreachableError } from '../../src/store/index.js';
 import type { CreateOutcome, IdempotencyKey } from '../../src/store/index.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres } from '../support/postgres.js';
@@ -146,7 +146,7 @@ test('the key and the pet are written together: a create that fails stores neith
   await pg.psql(`ALTER TABLE petstore_pets ALTER COLUMN id RESTART WITH ${Number.MAX_SAFE_INTEGER}`);
   const last = await store.createIdempotent(TOM, idem('last', TOM));
   assert.equal(last.kind === 'created' && last.stored.pet.id, Number.MAX_SAFE_INTEGER);
-  await assert.rejects(store.createIdempotent(REX, idem('k', REX)), (err: Error) => err instanceof StoreUnavailableError && /id space exhausted/.test(err.message));
+  await assert.rejects(store.createIdempotent(REX, idem('k', REX)), (err: Error) => err instanceof IdsExhaustedError && /id space exhausted/.test(err.message));
   assert.equal(await pg.psql('SELECT key FROM petstore_idempotency_keys'), 'last\n', 'no key without its pet');
   assert.equal(await pg.psql('SELECT count(*) FROM petstore_pets'), '1\n');
   await pg.psql('ALTER TABLE petstore_pets ALTER COLUMN id RESTART WITH 5');

@@ -4,7 +4,7 @@
 // shares are in contract.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openPostgresStore, StoreOpenError, StoreUnavailableError, StoreUnreachableError } from '../../src/store/index.js';
+import { IdsExhaustedError, openPostgresStore, StoreOpenError, StoreUnavailableError, StoreUnreachableError } from '../../src/store/index.js';
 import type { PetStore } from '../../src/store/index.js';
 import { silentLogger } from '../../src/core/index.js';
 import type { LogLevel, Logger } from '../../src/core/types.js';
@@ -80,7 +80,7 @@ test('two stores on one database: each sees the other\'s pets on its next read',
   for (const s of seeded) assert.ok(all.includes(s.pet.id));
 });
 
-test('ids stop at 2^53 - 1: the create past it is refused (503), the ids before it are exact', { skip }, async (t) => {
+test('ids stop at 2^53 - 1: the create past it is refused as exhausted (507), the ids before it are exact', { skip }, async (t) => {
   const pg = await startPostgres({ t });
   const store = await openPostgresStore(pg.url, { logger: silentLogger });
   t.after(() => store.close());
@@ -89,8 +89,8 @@ test('ids stop at 2^53 - 1: the create past it is refused (503), the ids before 
   const last = await store.create(pet);
   assert.equal(last.pet.id, Number.MAX_SAFE_INTEGER);
   assert.equal(last.json, `{"id":${Number.MAX_SAFE_INTEGER},"name":"Rex","categoryId":1,"status":"available"}`);
-  await assert.rejects(store.create(pet), (err: Error) => err instanceof StoreUnavailableError && !(err instanceof StoreUnreachableError) && /id space exhausted/.test(err.message));
-  await assert.rejects(store.seed([{ name: 'x', categoryId: 1 }]), /id space exhausted/);
+  await assert.rejects(store.create(pet), (err: Error) => err instanceof IdsExhaustedError && !(err instanceof StoreUnavailableError) && /id space exhausted/.test(err.message));
+  await assert.rejects(store.seed([{ name: 'x', categoryId: 1 }]), IdsExhaustedError);
   assert.equal((await store.get(Number.MAX_SAFE_INTEGER))?.json, last.json);
   assert.equal(await pg.psql('SELECT count(*) FROM petstore_pets'), '2\n');
 });

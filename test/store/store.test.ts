@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlink
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  IdsExhaustedError,
   openFileStore,
   openMemoryStore,
   StoreInputError,
@@ -174,11 +175,11 @@ for (const kind of stores) {
     await store.close();
   });
 
-  test(`${kind.name} store: ids stop at the safe integer range`, async (t) => {
+  test(`${kind.name} store: ids stop at the safe integer range, refused as exhausted (not as a store that may recover)`, async (t) => {
     const store = await kind.open(t);
     await store.seed([{ ...newPet(0), id: Number.MAX_SAFE_INTEGER }]);
-    await assert.rejects(store.create(newPet(1)), (err: unknown) => err instanceof StoreUnavailableError && /id space exhausted/.test(err.message));
-    await assert.rejects(store.seed([newPet(1)]), StoreUnavailableError);
+    await assert.rejects(store.create(newPet(1)), (err: unknown) => err instanceof IdsExhaustedError && !(err instanceof StoreUnavailableError) && /id space exhausted/.test(err.message));
+    await assert.rejects(store.seed([newPet(1)]), IdsExhaustedError);
     assert.equal(store.count, 1);
     await store.close();
   });

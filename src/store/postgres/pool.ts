@@ -4,7 +4,7 @@
 // failures sorted into "the database is away" (503) and the rest.
 import type { Logger } from '../../core/index.js';
 import { describeError } from '../../core/index.js';
-import { StoreUnavailableError, StoreUnreachableError } from '../errors.js';
+import { IdsExhaustedError, StoreUnavailableError, StoreUnreachableError } from '../errors.js';
 import type { Sql, SqlPool, SqlRow } from './driver.js';
 
 /** Node's and postgres.js's codes for a connection that failed, was refused or was cut. */
@@ -93,7 +93,7 @@ export class Pool {
       const message = `PostgreSQL unreachable: ${describeError(err)}`;
       return current ? this.#unreachable(message) : new StoreUnreachableError(message);
     }
-    if (code === SEQUENCE_LIMIT) return new StoreUnavailableError('id space exhausted');
+    if (code === SEQUENCE_LIMIT) return new IdsExhaustedError('id space exhausted');
     return err;
   }
 
