@@ -3,53 +3,29 @@
 // Run after `node build.mjs --tests` and `node build.mjs`: `cd test/bench && node pg-keyed.mjs`
 // (BENCH_SECONDS=5, BENCH_ROUNDS=3: rounds interleave the three, the median is printed).
 // petstore is pinned to CPU 0 and wrk to CPU 1; PostgreSQL shares both.
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { startPinned, wrk, writeBenchConfig } from './backends-lib.mjs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPostgres } from '../../build/test/support/postgres.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const BUNDLE = new URL('../../dist/petstore.js', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'petstore-pgkeyed-'));
-const config = join(dir, 'bench.config.json');
-writeFileSync(config, JSON.stringify({
-  keys: [{ key: 'bench-key', plan: 'enterprise', name: 'bench', limits: { perMinute: 1e9, perDay: 1e12 } }],
-  ban: { after: 1e9, seconds: 1 }, anonymous: { perMinute: 1e9, perDay: 1e12 },
-}));
-
-function start(args) {
-  const proc = spawn('taskset', ['-c', '0', process.execPath, BUNDLE, '--config', config, '--port', '0', '--log-level', 'warn', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve) => {
-    let out = '';
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (\S+)/.exec(out);
-      if (m) resolve({ url: m[1], proc });
-    });
-  });
-}
-
-function wrk(script, url) {
-  const res = spawnSync('taskset', ['-c', '1', 'wrk', '-t1', '-c64', `-d${SECONDS}s`, '-s', script, url], { cwd: new URL('.', import.meta.url).pathname, encoding: 'utf8' });
-  const line = res.stdout.split('\n').find((l) => l.startsWith('BENCH_JSON '));
-  if (!line) throw new Error(res.stdout + res.stderr);
-  return JSON.parse(line.slice(11));
-}
+const config = writeBenchConfig(dir);
 
 const SCENARIOS = [['plain', 'wrk/post.lua'], ['keyed', 'wrk/post-keyed.lua'], ['replay', 'wrk/post-replay.lua']];
 const pg = await startPostgres();
 const runs = Object.fromEntries(SCENARIOS.map(([name]) => [name, []]));
 try {
-  const srv = await start(['--store', pg.url]);
+  const srv = await startPinned('0', config, ['--store', pg.url]);
   for (let i = 0; i < 1000; i++) {
     const res = await fetch(`${srv.url}/pets`, { method: 'POST', headers: { authorization: 'Bearer bench-key', 'content-type': 'application/json', 'idempotency-key': `replay-${i}` }, body: '{"name":"bench-pet","categoryId":3,"status":"available"}' });
     if (res.status !== 201) throw new Error(`replay-${i}: ${res.status}`);
   }
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, script] of SCENARIOS) {
-      const r = wrk(script, `${srv.url}/pets`);
+      const r = wrk(script, `${srv.url}/pets`, SECONDS);
       runs[name].push({ rps: Math.round(r.requests / (r.duration_us / 1e6)), p50: r.p50_us, non2xx: r.non2xx });
     }
   }

@@ -6,8 +6,8 @@
 // share both cores with everything else. With the shared backends it also counts, per request,
 // the Redis commands sent (INFO commandstats) and the PostgreSQL statements run
 // (pg_stat_statements). Run after `node build.mjs --tests`: `cd test/bench && node workers-bench.mjs`.
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { startPinned, wrk, writeBenchConfig } from './backends-lib.mjs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -15,32 +15,8 @@ import { startPostgres } from '../../build/test/support/postgres.js';
 import { startRedis } from '../../build/test/support/redis.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const BUNDLE = new URL('../../dist/petstore.js', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'petstore-workers-bench-'));
-const config = join(dir, 'bench.config.json');
-writeFileSync(config, JSON.stringify({
-  keys: [{ key: 'bench-key', plan: 'enterprise', name: 'bench', limits: { perMinute: 1e9, perDay: 1e12 } }],
-  ban: { after: 1e9, seconds: 1 }, anonymous: { perMinute: 1e9, perDay: 1e12 },
-}));
-
-function start(cpus, args) {
-  const proc = spawn('taskset', ['-c', cpus, process.execPath, BUNDLE, '--config', config, '--port', '0', '--log-level', 'warn', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve) => {
-    let out = '';
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (\S+)/.exec(out);
-      if (m) resolve({ url: m[1], proc });
-    });
-  });
-}
-
-function wrk(script, url) {
-  const res = spawnSync('taskset', ['-c', '1', 'wrk', '-t1', '-c64', `-d${SECONDS}s`, '-s', script, url], { cwd: new URL('.', import.meta.url).pathname, encoding: 'utf8' });
-  const line = res.stdout.split('\n').find((l) => l.startsWith('BENCH_JSON '));
-  if (!line) throw new Error(res.stdout + res.stderr);
-  return JSON.parse(line.slice(11));
-}
+const config = writeBenchConfig(dir);
 
 const pg = await startPostgres({ settings: { shared_preload_libraries: 'pg_stat_statements' } });
 const redis = await startRedis();
@@ -63,7 +39,7 @@ const OPS = [['list', 'wrk/get.lua', '/pets?limit=20'], ['get', 'wrk/get.lua', '
 const results = {};
 try {
   for (const [mode, cpus, args] of MODES) {
-    const srv = await start(cpus, args);
+    const srv = await startPinned(cpus, config, args);
     if (mode !== 'shared x2') {
       for (let i = 0; i < 200; i++) {
         await fetch(`${srv.url}/pets`, { method: 'POST', headers: { authorization: 'Bearer bench-key', 'content-type': 'application/json' }, body: '{"name":"seed","categoryId":1,"status":"available"}' });
@@ -72,7 +48,7 @@ try {
     results[mode] = {};
     for (const [op, script, path] of OPS) {
       const before = mode === 'file' ? undefined : await counts();
-      const r = wrk(script, `${srv.url}${path}`);
+      const r = wrk(script, `${srv.url}${path}`, SECONDS);
       const after = mode === 'file' ? undefined : await counts();
       results[mode][op] = {
         rps: Math.round(r.requests / (r.duration_us / 1e6)), p50: r.p50_us, non2xx: r.non2xx ?? 0,
