@@ -9,6 +9,7 @@ import { batchingSink, jsonLogger, safeStdout } from '../core/index.js';
 import { ASK_TIMEOUT_MS, isWorkerMessage, type PrimaryMessage, type WorkerMessage } from '../server/index.js';
 import type { Io, Resolved } from './args.js';
 import { PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
+import { onSignals } from './signals.js';
 
 /** A worker that lived this long before dying is restarted after the shortest delay again. */
 const HEALTHY_AFTER_MS = 10_000;
@@ -194,20 +195,14 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
     for (const s of slots) if (s.ready) deliver(s.worker, { petstore: 'reload' });
   };
 
-  const onTerm = (): void => stop('SIGTERM received');
-  const onInt = (): void => stop('SIGINT received');
   cluster.on('message', onMessage);
   cluster.on('exit', onExit);
-  process.on('SIGTERM', onTerm);
-  process.on('SIGINT', onInt);
-  process.on('SIGHUP', reload);
+  const offSignals = onSignals({ SIGTERM: () => stop('SIGTERM received'), SIGINT: () => stop('SIGINT received'), SIGHUP: reload });
   const cleanup = (): void => {
     if (stopTimer !== undefined) clearTimeout(stopTimer);
     cluster.off('message', onMessage);
     cluster.off('exit', onExit);
-    process.off('SIGTERM', onTerm);
-    process.off('SIGINT', onInt);
-    process.off('SIGHUP', reload);
+    offSignals();
     out.flush();
   };
 

@@ -10,6 +10,7 @@ import { runKeys } from './keys.js';
 import { readSeedFile } from './seed.js';
 import { describeStartError, startOptions } from './start-options.js';
 import { isClusterWorker, runWorker } from './worker.js';
+import { onSignals } from './signals.js';
 
 const processIo: Io = {
   // A closed pipe on either must not stop the service (see stdio.ts).
@@ -86,16 +87,7 @@ function waitForSignals(handle: PetstoreHandle, resolved: Resolved, io: Io): Pro
         (err: unknown) => io.err(`petstore: config reload refused, the old config stays in force: ${describeStartError(err)}`),
       );
     };
-    const onTerm = (): void => stop('SIGTERM');
-    const onInt = (): void => stop('SIGINT');
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onInt);
-    process.on('SIGHUP', reload);
-    function cleanup(): void {
-      process.off('SIGTERM', onTerm);
-      process.off('SIGINT', onInt);
-      process.off('SIGHUP', reload);
-    }
+    const cleanup = onSignals({ SIGTERM: () => stop('SIGTERM'), SIGINT: () => stop('SIGINT'), SIGHUP: reload });
   });
 }
 

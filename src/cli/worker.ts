@@ -10,6 +10,7 @@ import { WorkerPeers, isPrimaryMessage, startWithConfig, type PetstoreHandle, ty
 import type { Io, Resolved } from './args.js';
 import { readSeedFile } from './seed.js';
 import { describeStartError, startOptions } from './start-options.js';
+import { onSignals } from './signals.js';
 
 /** Set by the primary in its workers' environment (with the two below). */
 export const WORKER_ENV = 'PETSTORE_CLUSTER_WORKER';
@@ -62,20 +63,14 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
     else if (m.petstore === 'reload') reload();
     else if (m.petstore === 'stop') stop('stop');
   };
-  const onTerm = (): void => stop('SIGTERM received');
-  const onHup = (): void => reload();
-  const onInt = (): void => undefined;
   const onDisconnect = (): void => stop('the primary is gone');
   process.on('message', onMessage);
-  process.on('SIGTERM', onTerm);
-  process.on('SIGHUP', onHup);
-  process.on('SIGINT', onInt);
+  // SIGINT is ignored: the primary stops every worker itself.
+  const offSignals = onSignals({ SIGTERM: () => stop('SIGTERM received'), SIGINT: () => undefined, SIGHUP: () => reload() });
   process.on('disconnect', onDisconnect);
   const cleanup = (): void => {
     process.off('message', onMessage);
-    process.off('SIGTERM', onTerm);
-    process.off('SIGHUP', onHup);
-    process.off('SIGINT', onInt);
+    offSignals();
     process.off('disconnect', onDisconnect);
     peers.close();
     // The IPC channel would keep this process alive: closing it lets it exit. Through the

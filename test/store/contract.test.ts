@@ -5,8 +5,6 @@
 // when it is not installed.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, StoreInputError, StoreUnavailableError,
@@ -14,6 +12,7 @@ import {
 import type { PetStore, StoredPet } from '../../src/store/index.js';
 import { silentLogger } from '../../src/core/index.js';
 import type { NewPet, PetStatus } from '../../src/core/types.js';
+import { tempDir } from '../helpers.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 
@@ -190,10 +189,6 @@ interface Backend {
   teardown?(): Promise<void>;
 }
 
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
 
 let pg: PostgresServer | undefined;
 const skipPostgres = skipUnless('PostgreSQL store contract tests', ['postgres']);
@@ -205,8 +200,7 @@ const BACKENDS: Backend[] = [
     skip: false,
     pageVersion: true,
     open: () => {
-      const dir = mkdtempSync(join(tmpdir(), 'petstore-contract-'));
-      dirs.push(dir);
+      const dir = tempDir();
       return openFileStore(join(dir, 'pets.json'), { logger: silentLogger });
     },
   },

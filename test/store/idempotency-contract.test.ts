@@ -4,14 +4,13 @@
 // What only one backend does (journal lines, the key table, its schema) is tested beside it.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock } from '../../src/core/clock.js';
 import { silentLogger } from '../../src/core/index.js';
 import type { NewPet } from '../../src/core/types.js';
 import { newPetFingerprint, openFileStore, openMemoryStore, openPostgresStore } from '../../src/store/index.js';
 import type { CreateOutcome, IdempotencyKey, PetStore, StoredPet } from '../../src/store/index.js';
+import { tempDir } from '../helpers.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 
@@ -154,10 +153,6 @@ interface Backend {
   teardown?(): Promise<void>;
 }
 
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
 
 let pg: PostgresServer | undefined;
 
@@ -167,8 +162,7 @@ const BACKENDS: Backend[] = [
     name: 'file',
     skip: false,
     open: (clock) => {
-      const dir = mkdtempSync(join(tmpdir(), 'petstore-idem-contract-'));
-      dirs.push(dir);
+      const dir = tempDir();
       return openFileStore(join(dir, 'pets.json'), { logger: silentLogger, clock });
     },
   },

@@ -3,9 +3,7 @@
 // injected clock, compaction keeping only young keys, old files still read, damage refused.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { ManualClock } from '../../src/core/clock.js';
 import { silentLogger } from '../../src/core/log.js';
@@ -14,16 +12,14 @@ import {
   newPetFingerprint, openFileStore, openMemoryStore, StoreOpenError, StoreUnavailableError,
 } from '../../src/store/index.js';
 import type { CreateOutcome, DiskOp, FileStoreOptions, IdempotencyKey, LocalPetStore } from '../../src/store/index.js';
-import { allPets } from '../helpers.js';
+import { allPets, tempDir } from '../helpers.js';
 
 const HOUR = 3_600_000;
 const SCOPE_A = 'a'.repeat(64);
 const SCOPE_B = 'b'.repeat(64);
 
-function dataFile(t: { after(fn: () => void): void }): string {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-idem-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return join(dir, 'pets.json');
+function dataFile(): string {
+  return join(tempDir(), 'pets.json');
 }
 
 function openFile(file: string, clock: ManualClock, extra: Partial<FileStoreOptions> = {}): Promise<LocalPetStore> {
@@ -49,7 +45,7 @@ async function waitFor(check: () => boolean, what: string): Promise<void> {
 
 const kinds = [
   { name: 'memory', open: async (_t: { after(fn: () => void): void }, clock: ManualClock) => openMemoryStore({ clock }) },
-  { name: 'file', open: (t: { after(fn: () => void): void }, clock: ManualClock) => openFile(dataFile(t), clock) },
+  { name: 'file', open: (t: { after(fn: () => void): void }, clock: ManualClock) => openFile(dataFile(), clock) },
 ];
 
 for (const kind of kinds) {
@@ -113,7 +109,7 @@ test('memory store: expired keys are swept as new ones arrive, so the table stay
 
 test('file store: a repeat while the first is being written is in flight (409); after it, a replay', async (t) => {
   const clock = new ManualClock();
-  const store = await openFile(dataFile(t), clock);
+  const store = await openFile(dataFile(), clock);
   const first = store.createIdempotent(REX, idem('k', REX));
   const meanwhile = await store.createIdempotent(REX, idem('k', REX));
   assert.deepEqual(meanwhile, { kind: 'in_flight' });
@@ -128,7 +124,7 @@ test('file store: a repeat while the first is being written is in flight (409); 
 test('file store: a create that failed to be written leaves its key free, so the retry is processed anew', async (t) => {
   const clock = new ManualClock();
   let fail = 1;
-  const store = await openFile(dataFile(t), clock, {
+  const store = await openFile(dataFile(), clock, {
     beforeIo(op: DiskOp) {
       if (op === 'journal-write' && fail-- > 0) throw Object.assign(new Error('simulated ENOSPC'), { code: 'ENOSPC' });
     },
@@ -142,7 +138,7 @@ test('file store: a create that failed to be written leaves its key free, so the
 });
 
 test('file store: the key is in the pet\'s own journal line, and survives a restart', async (t) => {
-  const file = dataFile(t);
+  const file = dataFile();
   const clock = new ManualClock();
   let store = await openFile(file, clock);
   const made = await store.createIdempotent(REX, idem('key "quoted" \\', REX));
@@ -173,7 +169,7 @@ test('file store: the key is in the pet\'s own journal line, and survives a rest
 });
 
 test('file store: compaction keeps the keys younger than the retention in the snapshot, and drops the rest', async (t) => {
-  const file = dataFile(t);
+  const file = dataFile();
   const clock = new ManualClock();
   let store = await openFile(file, clock, { compactMinBytes: 1, idempotencyRetentionMs: 10 * HOUR });
   for (let i = 0; i < 5; i++) await store.createIdempotent(REX, idem(`old-${i}`, REX));
@@ -208,7 +204,7 @@ test('file store: compaction keeps the keys younger than the retention in the sn
 });
 
 test('file store: files written before keys existed are read as before, and mix with keyed lines', async (t) => {
-  const file = dataFile(t);
+  const file = dataFile();
   mkdirSync(dirname(file), { recursive: true });
   const clock = new ManualClock();
   writeFileSync(file, '{"format":"petstore-snapshot","version":1,"nextId":2,"pets":[\n{"id":1,"name":"Old","categoryId":5}\n]}\n');
@@ -241,7 +237,7 @@ test('file store: a damaged key refuses the start, naming the file and line', as
   for (const c of cases) {
     for (const where of ['journal', 'snapshot'] as const) {
       await t.test(`${c.name}, in the ${where}`, async (st) => {
-        const file = dataFile(st);
+        const file = dataFile();
         const line = JSON.stringify({ ...pet, idem: c.idem });
         if (where === 'journal') writeFileSync(`${file}.journal`, `${line}\n`);
         else writeFileSync(file, `{"format":"petstore-snapshot","version":1,"nextId":2,"pets":[\n${line}\n]}\n`);

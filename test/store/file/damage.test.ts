@@ -6,19 +6,11 @@
 import { test } from 'node:test';
 import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openFileStore, StoreOpenError } from '../../../src/store/index.js';
 import { allPets, BUNDLE, tempDir, writeConfig } from '../../helpers.js';
-
-const quiet = { log: (): void => undefined };
-
-function dataDir(t: { after(fn: () => void): void }): string {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-damage-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { silentLogger } from '../../../src/core/index.js';
 
 const pet = (id: number, name = `pet ${id}`): string => `${JSON.stringify({ id, name, categoryId: 1 })}\n`;
 const pets = (ids: number[]): string => ids.map((id) => pet(id)).join('');
@@ -134,10 +126,10 @@ const refused: Array<{ name: string; files: Files; file: 'pets.json' | 'pets.jso
 
 for (const c of refused) {
   test(`file store: ${c.name} refuses the start, names the line, touches nothing`, async (t) => {
-    const dir = dataDir(t);
+    const dir = tempDir();
     const file = write(dir, c.files);
     const before = contents(dir);
-    await assert.rejects(openFileStore(file, { logger: quiet }), (err: unknown) => {
+    await assert.rejects(openFileStore(file, { logger: silentLogger }), (err: unknown) => {
       assert.ok(err instanceof StoreOpenError, String(err));
       assert.ok(err.message.includes(join(dir, c.file)), err.message);
       assert.match(err.message, c.says);
@@ -157,9 +149,9 @@ const accepted: Array<{ name: string; files: Files; want: number[] }> = [
 
 for (const c of accepted) {
   test(`file store: ${c.name} opens`, async (t) => {
-    const dir = dataDir(t);
+    const dir = tempDir();
     const file = write(dir, c.files);
-    const store = await openFileStore(file, { logger: quiet });
+    const store = await openFileStore(file, { logger: silentLogger });
     assert.deepEqual(allPets(store).map((p) => p.pet.id), c.want);
     await store.close();
   });

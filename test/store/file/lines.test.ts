@@ -4,29 +4,21 @@
 // decoded along the way is much longer than one chunk.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { forEachLine, LineTooLongError } from '../../../src/store/file/lines.js';
 import { readSnapshot } from '../../../src/store/file/snapshot.js';
 import type { StorePaths } from '../../../src/store/file/disk.js';
 import { openFileStore } from '../../../src/store/index.js';
-import { allPets } from '../../helpers.js';
-
-const quiet = { log: (): void => undefined };
-
-function dir(t: { after(fn: () => void): void }): string {
-  const d = mkdtempSync(join(tmpdir(), 'petstore-lines-'));
-  t.after(() => rmSync(d, { recursive: true, force: true }));
-  return d;
-}
+import { allPets, tempDir } from '../../helpers.js';
+import { silentLogger } from '../../../src/core/index.js';
 
 function paths(file: string): StorePaths {
   return { given: file, snapshot: file, dir: join(file, '..'), journal: `${file}.journal`, oldJournal: `${file}.journal.old`, lock: `${file}.lock`, tmp: `${file}.tmp` };
 }
 
 test('forEachLine: lines across chunk boundaries, multi-byte characters cut by a chunk, and the unfinished tail', (t) => {
-  const file = join(dir(t), 'lines');
+  const file = join(tempDir(), 'lines');
   const lines = ['', 'a', 'café ☕ 𝄞', 'x'.repeat(40), 'ünïcödé', '{"id":1}'];
   writeFileSync(file, `${lines.join('\n')}\ntail ☕`);
   for (const chunkBytes of [1, 2, 3, 5, 7, 64, 1 << 20]) {
@@ -41,7 +33,7 @@ test('forEachLine: lines across chunk boundaries, multi-byte characters cut by a
 });
 
 test('forEachLine: onLine can stop the reading; a line over the bound is named, not decoded', (t) => {
-  const file = join(dir(t), 'lines');
+  const file = join(tempDir(), 'lines');
   writeFileSync(file, `one\ntwo\n${'z'.repeat(5000)}\nfour\n`);
   const seen: string[] = [];
   const read = forEachLine(file, (text) => {
@@ -62,9 +54,9 @@ test('forEachLine: onLine can stop the reading; a line over the bound is named, 
 });
 
 test('a snapshot many times larger than a chunk is read without a string of the whole file', async (t) => {
-  const file = join(dir(t), 'pets.json');
+  const file = join(tempDir(), 'pets.json');
   // The store writes the snapshot (a compaction at close, with a tiny threshold).
-  let store = await openFileStore(file, { logger: quiet, compactMinBytes: 1 });
+  let store = await openFileStore(file, { logger: silentLogger, compactMinBytes: 1 });
   const names = ['plain', 'café ☕', '\u0001'.repeat(256), 'x'.repeat(200)];
   await store.seed(Array.from({ length: 3000 }, (_, i) => ({ name: `${names[i % names.length] ?? ''} ${i}`, categoryId: i % 5 })));
   await store.close();
@@ -80,19 +72,19 @@ test('a snapshot many times larger than a chunk is read without a string of the 
   assert.equal(loaded.pets[2]?.name, `${'\u0001'.repeat(256)} 2`);
   assert.ok(loaded.largestString <= chunkBytes, `largest string decoded: ${loaded.largestString} characters`);
 
-  store = await openFileStore(file, { logger: quiet });
+  store = await openFileStore(file, { logger: silentLogger });
   assert.equal(allPets(store).length, 3000);
   assert.equal((await store.create({ name: 'next', categoryId: 1 })).pet.id, 3001);
   await store.close();
 });
 
 test('a snapshot written as one JSON document (older layout, or by hand) still opens', async (t) => {
-  const d = dir(t);
+  const d = tempDir();
   const doc = { format: 'petstore-snapshot', version: 1, nextId: 3, pets: [{ id: 1, name: 'a', categoryId: 1 }, { id: 2, name: 'b', categoryId: 2, status: 'sold' }] };
   for (const [name, text] of [['one-line.json', JSON.stringify(doc)], ['pretty.json', JSON.stringify(doc, null, 2)]] as const) {
     const file = join(d, name);
     writeFileSync(file, text);
-    const store = await openFileStore(file, { logger: quiet });
+    const store = await openFileStore(file, { logger: silentLogger });
     assert.deepEqual(allPets(store).map((p) => p.json), ['{"id":1,"name":"a","categoryId":1}', '{"id":2,"name":"b","categoryId":2,"status":"sold"}']);
     await store.close();
   }

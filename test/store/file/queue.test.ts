@@ -3,16 +3,13 @@
 // growing with a disk slower than its clients.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../../src/config/index.js';
 import { openFileStore, StoreBusyError, StoreUnavailableError } from '../../../src/store/index.js';
 import { KEYS, call, startBundle, tempDir, testConfig, writeConfig } from '../../helpers.js';
 import net from 'node:net';
 import { ResponseParser, errorCode, header, portOf, type RawResponse } from '../../reliability/lib.js';
-
-const quiet = { log: (): void => undefined };
+import { silentLogger } from '../../../src/core/index.js';
 
 /** Connects one socket per request, then writes them all in one turn; the first answer of each. */
 async function allAtOnce(port: number, requests: readonly string[]): Promise<RawResponse[]> {
@@ -31,10 +28,9 @@ async function allAtOnce(port: number, requests: readonly string[]): Promise<Raw
 }
 
 test('file store: writes past maxQueuedWrites are refused at once, the others stored', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-queue-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir();
   const file = join(dir, 'pets.json');
-  let store = await openFileStore(file, { logger: quiet, maxQueuedWrites: 3 });
+  let store = await openFileStore(file, { logger: silentLogger, maxQueuedWrites: 3 });
   // All in one turn: none has been taken by the writer yet.
   const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => store.create({ name: `p${i}`, categoryId: 1 })));
   const stored = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value.pet.name] : []));
@@ -45,7 +41,7 @@ test('file store: writes past maxQueuedWrites are refused at once, the others st
   // Once the batch is taken, the queue has room again.
   assert.equal((await store.create({ name: 'later', categoryId: 1 })).pet.id, 4);
   await store.close();
-  store = await openFileStore(file, { logger: quiet });
+  store = await openFileStore(file, { logger: silentLogger });
   assert.equal(store.count, 4);
   await store.close();
 });
@@ -58,7 +54,6 @@ test('config: maxQueuedWrites defaults to 10000 and must be a positive integer',
 
 test('a full write queue answers 503 service_unavailable with Retry-After, and stores nothing of it', async (t) => {
   const dir = tempDir();
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const app = await startBundle(['--config', writeConfig(dir, testConfig({ maxQueuedWrites: 1 })), '--data', join(dir, 'pets.json')]);
   t.after(() => app.stop());
   // Creates on 20 connections, all written in one go: one waits for the disk, the queue is

@@ -1,21 +1,18 @@
 // Every operation the file store takes is settled, even when its writer throws unexpectedly.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openFileStore, StoreUnavailableError } from '../../../src/store/index.js';
 import type { NewPet } from '../../../src/core/types.js';
-
-const quiet = { log: (): void => undefined };
+import { tempDir } from '../../helpers.js';
+import { silentLogger } from '../../../src/core/index.js';
 
 // A seed is taken as given from an embedder: a pet whose field throws when read makes the
 // writer throw while it plans the batch, with two other clients' creates in the same batch.
 test('file store: a batch whose writer throws answers every operation, and stores nothing of it', { timeout: 20_000 }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-settle-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir();
   const file = join(dir, 'pets.json');
-  let store = await openFileStore(file, { logger: quiet });
+  let store = await openFileStore(file, { logger: silentLogger });
   await store.create({ name: 'kept', categoryId: 1 });
   const poisoned = { categoryId: 1, get name(): string { throw new Error('boom'); } } as NewPet;
   const batch = await Promise.allSettled([
@@ -28,7 +25,7 @@ test('file store: a batch whose writer throws answers every operation, and store
   const next = await store.create({ name: 'after', categoryId: 1 });
   assert.equal(next.pet.id, 2, 'the ids of the failed batch are given out again');
   await store.close();
-  store = await openFileStore(file, { logger: quiet });
+  store = await openFileStore(file, { logger: silentLogger });
   assert.deepEqual(store.list({ limit: 10 }).map((p) => p.pet.name), ['kept', 'after']);
   await store.close();
 });
