@@ -135,7 +135,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   });
 }
 
-/** CONTRACT 9: a store URL and a data file answer one question; one config gives one answer. */
+/** A store URL and a data file answer one question (where pets live); one config gives one answer. */
 function readStore(r: Reader, v: unknown, dataFile: string | undefined): string | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string' || !/^postgres(?:ql)?:\/\/./i.test(v)) {

@@ -28,7 +28,7 @@ export interface StartOptions {
   shutdownGraceMs?: number;
   /** A data file lock not refreshed for this long is taken over (default 10 s; see README, Store). */
   lockStaleMs?: number;
-  /** redis:// URL where the rate limits of every process live (CONTRACT 9); default: the config's `limits`, else in process. */
+  /** redis:// URL where the rate limits of every process live (docs/scaling.md); default: the config's `limits`, else in process. */
   limits?: string;
 }
 
