@@ -1,4 +1,4 @@
-// The admin operations for test harnesses in any language (README, "Admin endpoints"): reset,
+// The admin operations for test harnesses in any language (docs/operating.md, "Admin endpoints"): reset,
 // seed and faults, under /__admin, opened only by the config's admin key. They are not part
 // of the /v1 API: not in its route table, nor in its OpenAPI document.
 import type { IncomingMessage, ServerResponse } from 'node:http';

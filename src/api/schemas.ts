@@ -43,7 +43,7 @@ export const errorSchema = {
   required: ['code', 'message', 'status'],
   properties: {
     // The enum is the registry itself, so a generated client can switch on every code.
-    code: { type: 'string', enum: Object.keys(ERROR_CODES) as ErrorCode[], description: 'Machine-readable error code (see the registry in the README).', examples: ['invalid_request'] },
+    code: { type: 'string', enum: Object.keys(ERROR_CODES) as ErrorCode[], description: 'Machine-readable error code: stable, one of the listed values.', examples: ['invalid_request'] },
     message: { type: 'string', description: 'Human-readable description naming the offending field.', examples: ['Invalid pet: name is required.'] },
     status: { type: 'integer', description: 'The HTTP status code, repeated.', examples: [400] },
   },
@@ -143,7 +143,7 @@ export function parseListQuery(query: Query): ListQuery | ApiError {
 /** The `limit` query parameter: a plain decimal integer 1..100. */
 export function parseLimit(raw: string | undefined): number | ApiError {
   if (raw === undefined) return LIMIT_DEFAULT;
-  // Leading zeros are allowed ("0020" is 20), as the README says; at most three digits after them.
+  // Leading zeros are allowed ("0020" is 20), as docs/api.md says; at most three digits after them.
   if (!/^0*[0-9]{1,3}$/.test(raw)) {
     return new ApiError('invalid_request', `Query parameter limit must be an integer from 1 to ${LIMIT_MAX}, got "${clip(raw, 40)}".`);
   }

@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { limitsUrlProblem, loadConfigFile, parseConfig, type Config, type PetstoreConfig } from '../config/index.js';
 import { MAX_WORKERS } from '../core/index.js';
 import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from '../store/index.js';
+import { parseArgsOptions } from './flags.js';
 import { petsLocation } from './pets-location.js';
 import defaultConfig from '../../petstore.config.json' with { type: 'json' };
 
@@ -83,21 +84,7 @@ export function parse(argv: readonly string[]): Parsed | 'help' | 'version' {
       args: [...argv],
       strict: true,
       allowPositionals: false,
-      options: {
-        config: { type: 'string' },
-        data: { type: 'string' },
-        memory: { type: 'boolean' },
-        store: { type: 'string' },
-        port: { type: 'string' },
-        host: { type: 'string' },
-        env: { type: 'string' },
-        seed: { type: 'string' },
-        limits: { type: 'string' },
-        workers: { type: 'string' },
-        'log-level': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        version: { type: 'boolean', short: 'v' },
-      },
+      options: parseArgsOptions(),
     }));
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\n${USAGE}`);
@@ -113,7 +100,7 @@ function parsePort(raw: string, where: string): number {
   return Number(raw);
 }
 
-/** PETSTORE_LOCK_STALE_MS: how long a data file lock may go unrefreshed (README, Store). */
+/** PETSTORE_LOCK_STALE_MS: how long a data file lock may go unrefreshed (docs/store.md, One writer). */
 export function lockStaleFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   const raw = env.PETSTORE_LOCK_STALE_MS;
   if (raw === undefined || raw === '') return undefined;

@@ -1,4 +1,4 @@
-// Where pets live (CONTRACT 9): a store URL, a data file, or memory. One question, so the
+// Where pets live: a store URL, a data file, or memory. One question, so the
 // usual precedence (flag > environment > config) picks one answer, and two answers at the
 // same level are a usage error that says so (returned as its message: args.ts throws it).
 import { resolve } from 'node:path';

@@ -42,7 +42,7 @@ export interface Config {
   readonly metrics: boolean;
   /** The key that opens /__admin (its digest); undefined: those paths do not exist. */
   readonly admin: { readonly digest: string } | undefined;
-  /** redis:// URL of the shared rate-limit state (CONTRACT 9); undefined: limits in process. */
+  /** redis:// URL of the shared rate-limit state (docs/scaling.md); undefined: limits in process. */
   readonly limits: string | undefined;
   /** Processes sharing the port (node:cluster); 1: one process, as without the field. */
   readonly workers: number;

@@ -40,7 +40,7 @@ export interface DigestKeyConfig extends KeyFields {
 /** An API key: in clear (`key`) or by its digest (`sha256`), exactly one of the two. */
 export type KeyConfig = ClearKeyConfig | DigestKeyConfig;
 
-/** The config file's format (README, Config file). Unknown fields are refused at start. */
+/** The config file's format (docs/configuration.md). Unknown fields are refused at start. */
 export interface PetstoreConfig {
   /** A JSON schema reference for editors; ignored by the service. */
   $schema?: string;
@@ -55,18 +55,18 @@ export interface PetstoreConfig {
   dataFile?: string | null;
   /**
    * A `postgres://` URL: pets live in PostgreSQL (not together with `dataFile`). Ignored by
-   * startPetstore, which takes its own `store` option. See README, "Running more than one process".
+   * startPetstore, which takes its own `store` option. See docs/scaling.md.
    */
   store?: string;
   /**
    * A `redis://` or `rediss://` URL: the rate limits of every process live in Redis or Valkey.
-   * Applied at restart. See README, "Running more than one process".
+   * Applied at restart. See docs/scaling.md.
    */
   limits?: string;
   /**
    * Processes sharing the port (node:cluster), 1 to 64; above 1 it needs both `store` and
    * `limits`. Command line only: startPetstore runs one server in the embedder's process.
-   * Applied at restart. See README, "Running more than one process".
+   * Applied at restart. See docs/scaling.md.
    */
   workers?: number;
   /**
@@ -111,10 +111,10 @@ export interface PetstoreConfig {
   maxPendingBodyBytes?: number;
   /** Hours an `Idempotency-Key` is remembered after its create, 1 to 8760. Default `24`; applied at restart. */
   idempotencyRetentionHours?: number;
-  /** `true`: GET /metrics answers the Prometheus text format (README, Metrics). Default `false`; applied at restart. */
+  /** `true`: GET /metrics answers the Prometheus text format (docs/operating.md, Metrics). Default `false`; applied at restart. */
   metrics?: boolean;
   /**
-   * The key that opens `/__admin/reset`, `/seed` and `/faults` (README, Admin endpoints), in
+   * The key that opens `/__admin/reset`, `/seed` and `/faults` (docs/operating.md, Admin endpoints), in
    * clear or as its hex SHA-256; not one of `keys`. Default: none, those paths do not exist.
    */
   admin?: { key: string; sha256?: never } | { sha256: string; key?: never };

@@ -3,6 +3,7 @@ export type { Config, KeyEntry } from './contract.js';
 export type { ClearKeyConfig, DigestKeyConfig, KeyConfig, PetstoreConfig, PlanLimits } from './file-format.js';
 export { ConfigError } from './errors.js';
 export { DEFAULT_PLANS } from './defaults.js';
+export { CONFIG_FIELDS, type ConfigField, type ConfigFieldName } from './fields.js';
 export { keyDigest } from './digest.js';
 export { escapeKeyName, keyNameProblem } from './key-name.js';
 export { parseConfig } from './parse.js';

@@ -1,4 +1,4 @@
-// The limits URL (CONTRACT section 9): where the rate-limit state of every process lives.
+// The limits URL (docs/scaling.md): where the rate-limit state of every process lives.
 // Checked at start, from the config file and from --limits / PETSTORE_LIMITS alike.
 
 /** Why `url` cannot be a limits URL, or undefined when it can. */

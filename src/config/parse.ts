@@ -7,17 +7,13 @@ import {
 } from '../core/index.js';
 import type { Config, KeyEntry } from './contract.js';
 import { DEFAULT_PLANS } from './defaults.js';
+import { CONFIG_FIELDS } from './fields.js';
 import { keyDigest } from './digest.js';
 import { keyNameProblem } from './key-name.js';
 import { ConfigError } from './errors.js';
 import { limitsUrlProblem } from './limits-url.js';
 
-const TOP_LEVEL = new Set([
-  '$schema', 'host', 'port', 'dataFile', 'environments', 'plans', 'keys', 'ban', 'anonymous',
-  'anonymousTableSize', 'maxBodyBytes', 'trustProxy', 'cors', 'logLevel',
-  'maxConnections', 'maxPendingBodyBytes', 'maxQueuedWrites', 'idempotencyRetentionHours', 'metrics', 'admin',
-  'store', 'limits', 'workers', 'limitsFile',
-]);
+const TOP_LEVEL: ReadonlySet<string> = new Set(Object.keys(CONFIG_FIELDS));
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 // RFC 6750 section 2.1: a bearer token is a token68.
@@ -135,7 +131,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   });
 }
 
-/** CONTRACT 9: a store URL and a data file answer one question; one config gives one answer. */
+/** A store URL and a data file answer one question (where pets live); one config gives one answer. */
 function readStore(r: Reader, v: unknown, dataFile: string | undefined): string | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string' || !/^postgres(?:ql)?:\/\/./i.test(v)) {

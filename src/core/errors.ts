@@ -51,7 +51,7 @@ export interface ApiError extends Error {}
 Object.setPrototypeOf(ApiError.prototype, Error.prototype);
 Object.defineProperty(ApiError.prototype, 'name', { value: 'ApiError', writable: true, configurable: true });
 
-/** The spec's Error body, serialized (only the message needs escaping; codes are plain). */
+/** The Error body `{code, message, status}`, serialized (only the message needs escaping; codes are plain). */
 export function errorBody(code: ErrorCode, message: string): string {
   return `{"code":"${code}","message":${JSON.stringify(message)},"status":${ERROR_CODES[code].status}}`;
 }

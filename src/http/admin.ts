@@ -1,4 +1,4 @@
-// /__admin: reset, seed and faults for test harnesses (README, "Admin endpoints"). Only the
+// /__admin: reset, seed and faults for test harnesses (docs/operating.md, "Admin endpoints"). Only the
 // config's admin key opens them; any other request gets the 401 of a wrong key, charged to
 // the same per-address budget as every other 401. Without an admin key in the config these
 // paths are never looked at here: app.ts routes them like any unknown path.

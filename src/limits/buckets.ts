@@ -1,5 +1,5 @@
 // Token bucket arithmetic, shared by every limiter that keeps the two buckets (minute and day)
-// and the ban of the README's "Rate limits" section.
+// and the ban of docs/rate-limits.md.
 //
 // Bucket arithmetic uses clock.monotonic() only, so that a wall clock step neither fills nor
 // empties a bucket; clock.now() is read only to turn "time until full" into a Unix Reset.

@@ -1,7 +1,7 @@
 // The rate-limit response headers: their names (one list, used by the app, CORS and the
 // OpenAPI document) and their values, computed from an id's buckets.
 //
-// Header syntax: X-RateLimit-* (de facto convention, named in the README's "Rate limits") and
+// Header syntax: X-RateLimit-* (de facto convention, named in docs/rate-limits.md) and
 // the structured fields `RateLimit-Policy` / `RateLimit` of draft-ietf-httpapi-ratelimit-headers
 // (the list form with named policies and the q/w and r/t parameters, introduced in -08 and
 // kept since). The meaning of `t` follows -11 (section 4.1.2, "effective window": the seconds

@@ -1,5 +1,5 @@
 // The in-memory limiter: per id, two token buckets (minute and day) plus a temporary ban for
-// clients that keep sending after a 429 (the README's "Rate limits"), in a Map bounded by
+// clients that keep sending after a 429 (docs/rate-limits.md), in a Map bounded by
 // least-recent use. Its state can be saved and restored (persist(): state.ts), so that day
 // buckets and bans of keys survive a restart.
 import type { Clock, Limits } from '../core/index.js';

@@ -1,5 +1,5 @@
 // Persistence of the in-memory limiter's state (day buckets and bans survive a restart; see
-// the README's "Rate limits"). The file is replaced atomically so that a crash mid-save leaves
+// docs/rate-limits.md). The file is replaced atomically so that a crash mid-save leaves
 // the previous snapshot.
 
 import { mkdir, rename, unlink } from 'node:fs/promises';

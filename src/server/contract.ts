@@ -26,9 +26,9 @@ export interface StartOptions {
   seed?: ReadonlyArray<NewPet & { id?: number }>;
   /** How long close() lets in-flight requests finish before cutting connections. */
   shutdownGraceMs?: number;
-  /** A data file lock not refreshed for this long is taken over (default 10 s; see README, Store). */
+  /** A data file lock not refreshed for this long is taken over (default 10 s; see docs/store.md, One writer). */
   lockStaleMs?: number;
-  /** redis:// URL where the rate limits of every process live (CONTRACT 9); default: the config's `limits`, else in process. */
+  /** redis:// URL where the rate limits of every process live (docs/scaling.md); default: the config's `limits`, else in process. */
   limits?: string;
 }
 

@@ -1,5 +1,5 @@
 // The two limiters of a server (keys, and the keyless budget per client address): in process
-// by default, or in Redis when a limits URL is given (CONTRACT section 9), both on one
+// by default, or in Redis when a limits URL is given (docs/scaling.md), both on one
 // connection with their own key prefixes.
 import type { Config } from '../config/index.js';
 import type { Clock, Logger } from '../core/index.js';

@@ -124,7 +124,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
       app(req, res);
     });
     server = createServer({
-      // Deliberate bounds (see README, "Timeouts and limits").
+      // Deliberate bounds (see docs/api.md, "Timeouts and limits").
       headersTimeout: 10_000,
       requestTimeout: 30_000,
       keepAliveTimeout: 5_000,

@@ -25,7 +25,7 @@ export class StoreUnavailableError extends Error {
 /**
  * The database did not answer: connection lost or refused, or no answer in time. The
  * operation was not acknowledged; a create that timed out may still have been committed
- * (see README, PostgreSQL). The store logs the outage and the recovery itself.
+ * (see docs/store.md, PostgreSQL). The store logs the outage and the recovery itself.
  */
 export class StoreUnreachableError extends StoreUnavailableError {
   override readonly name = 'StoreUnreachableError';

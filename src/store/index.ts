@@ -1,4 +1,4 @@
-// The store's face: the contract, its errors, the two in-process implementations and PostgreSQL.
+// The store's face: the PetStore interface (contract.ts), its errors, the two in-process implementations and PostgreSQL.
 export type {
   CreateOutcome, IdempotencyKey, ListQuery, LocalPetStore, PageVersion, PetStore, SeedPet, StoredPet,
 } from './contract.js';

@@ -235,7 +235,7 @@ describe('the document as served', () => {
     assert.deepEqual(Object.fromEntries(Object.entries(props).map(([k, v]) => [k, obj(v, k).type])), { code: 'string', message: 'string', status: 'integer' });
   });
 
-  test('Pet, NewPet and PetStatus as the spec has them', () => {
+  test('Pet, NewPet and PetStatus as the API defines them', () => {
     const schemas = obj(obj(doc.components, 'components').schemas, 'schemas');
     const pet = obj(schemas.Pet, 'Pet');
     const newPet = obj(schemas.NewPet, 'NewPet');

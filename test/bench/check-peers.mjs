@@ -194,7 +194,7 @@ async function checkServer(name) {
 
     // Last, as they may take the server down: uploads past the limit, one far past it. Past a discard cap a
     // server may close after the 413 is flushed, and a client still uploading may then see a
-    // reset (CONTRACT section 2 allows either, so that only informs), but it must survive.
+    // reset (either is allowed, so that only informs), but it must survive.
     r = await post({ stream: 1024 * 1024 });
     ok('POST 1 MiB chunked -> 413 reaches the client', isErrorBody(r, 413, 'payload_too_large'), brief(r));
     r = await post({ stream: 64 * 1024 * 1024 });

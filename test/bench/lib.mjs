@@ -72,7 +72,7 @@ export function startServer(name, { data, cpu = 0, config = CONFIG, timeoutMs = 
     proc.stdout.on('data', (chunk) => {
       if (done) return;
       out += chunk;
-      // CONTRACT section 1: the FIRST stdout line has the base URL. Later lines are still
+      // The ready line: the FIRST stdout line has the base URL. Later lines are still
       // searched (so a server that logs first can be measured), but that is reported.
       const lines = out.split('\n');
       lines.pop(); // an unfinished line

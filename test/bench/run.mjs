@@ -174,7 +174,7 @@ async function runScenario(scenario, tmp) {
       const server = await startServer(name, { data, cpu: 0 });
       live.push(server);
       row.server = server;
-      if (server.notFirst) log(`${scenario.id}/${name}: CONTRACT: ${server.notFirst}`);
+      if (server.notFirst) log(`${scenario.id}/${name}: ready line: ${server.notFirst}`);
       if (!name.startsWith('ceiling')) await seed(server);
       const check = await http(`${server.url}${scenario.path}`, scenario.request);
       if (check.status !== scenario.expect) {

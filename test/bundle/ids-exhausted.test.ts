@@ -1,4 +1,4 @@
-// Ids stay within the safe integer range (CONTRACT section 2). Once the largest is taken (a
+// Ids stay within the safe integer range (JSON clients read them exactly). Once the largest is taken (a
 // seed can take it), a create cannot succeed until a reset: it is answered 507 ids_exhausted,
 // with no Retry-After (RFC 4918 section 11.5: not to be repeated by automation), never the
 // "retry later" 503 of a store that may recover. The same with a data file, in memory, and

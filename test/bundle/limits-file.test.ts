@@ -1,5 +1,5 @@
 // The config's limitsFile: the in-process limiter keeps the keys' buckets and bans there, so a
-// restart keeps a spent key spent (CONTRACT 4) also where no data file is (PostgreSQL store
+// restart keeps a spent key spent (docs/rate-limits.md, Restarts) also where no data file is (PostgreSQL store
 // without Redis, or pets in memory). Without it and without a data file, limits start full.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 // Operating the service: the JSON access log, SIGHUP reload, CORS, a deterministic clock for
-// embedders, and the systemd unit of the README. Black-box, against the built bundle.
+// embedders, and the systemd unit of docs/operating.md. Black-box, against the built bundle.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -427,12 +427,12 @@ describe('embedding with a manual clock', () => {
   });
 });
 
-describe('the systemd unit in the README', () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+describe('the systemd unit in docs/operating.md', () => {
+  const readme = readFileSync(join(ROOT, 'docs', 'operating.md'), 'utf8');
   const unit = /```ini\n(# \/etc\/systemd\/system\/petstore\.service\n[\s\S]*?)```/.exec(readme)?.[1];
 
   test('it is there, with the settings an operator relies on', () => {
-    assert.ok(unit, 'README.md has an ini block starting "# /etc/systemd/system/petstore.service"');
+    assert.ok(unit, 'docs/operating.md has an ini block starting "# /etc/systemd/system/petstore.service"');
     for (const line of [
       'Restart=on-failure', 'ExecReload=/bin/kill -HUP $MAINPID', 'StateDirectory=petstore', 'DynamicUser=yes',
       'NoNewPrivileges=yes', 'ProtectSystem=strict', 'ProtectHome=yes', 'PrivateTmp=yes', 'WantedBy=multi-user.target',

@@ -1,4 +1,4 @@
-// Pages (CONTRACT section 6): GET /pets with a cursor, and `Link: <...>; rel="next"` on every
+// Pages: GET /pets with a cursor, and `Link: <...>; rel="next"` on every
 // page that has a successor, filters carried over, none on the last page (also when the last
 // page is exactly full), and a walk that visits every pet exactly once, even while pets are
 // being added.

@@ -55,7 +55,7 @@ test('every status code carries the rate-limit headers of the binding bucket', a
   }
 });
 
-test('each plan sees the limits of the spec table', async () => {
+test('each plan sees the limits of the default plans', async () => {
   const dir = tempDir();
   const srv = await startBundle(['--memory', '--config', writeConfig(dir)], { cwd: dir });
   try {

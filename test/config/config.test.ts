@@ -5,7 +5,7 @@ import { parseConfig } from '../../src/config/index.js';
 import { problems } from './problems.js';
 
 
-test('defaults: spec plans, ban, anonymous budget, 64 KiB bodies', () => {
+test('defaults: the default plans, ban, anonymous budget, 64 KiB bodies', () => {
   const c = parseConfig({}, 'x', '/srv');
   assert.deepEqual(c.plans.get('free'), { perMinute: 60, perDay: 1000 });
   assert.deepEqual(c.plans.get('pro'), { perMinute: 300, perDay: 10000 });

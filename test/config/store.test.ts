@@ -1,4 +1,4 @@
-// The config's `store` (CONTRACT 9): a PostgreSQL URL, never beside a dataFile, and never
+// The config's `store`: a PostgreSQL URL, never beside a dataFile, and never
 // echoed in a problem message (it may hold a password).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

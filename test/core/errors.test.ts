@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { ApiError, ERROR_CODES, errorBody, type ErrorCode } from '../../src/core/errors.js';
 
-test('every error code is snake_case and documented in the README', () => {
-  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+test('every error code is snake_case and documented in docs/api.md', () => {
+  const readme = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8');
   for (const [code, { status }] of Object.entries(ERROR_CODES)) {
     assert.match(code, /^[a-z]+(_[a-z]+)*$/);
-    assert.ok(readme.includes(`\`${code}\``), `README documents ${code}`);
+    assert.ok(readme.includes(`\`${code}\``), `docs/api.md documents ${code}`);
     assert.ok(status >= 400 && status < 600);
   }
 });

@@ -1,5 +1,5 @@
 // A StoreInputError (the store refusing input it cannot honour) is answered 400
-// invalid_request, as store-errors.ts documents, never 500 (issue 11, item 18).
+// invalid_request, as src/store/errors.ts documents, never 500 (issue 11, item 18).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';

@@ -1,5 +1,5 @@
 // One table of cases, run against every PetStore: memory, file and PostgreSQL. Each case says
-// what the contract promises (contract.ts); a backend passes only by answering exactly what
+// what the PetStore interface promises (contract.ts); a backend passes only by answering exactly what
 // the others answer: the same pets, ids, JSON text (key order included), pages and refusals.
 // PostgreSQL runs against a real server (test/support/postgres.ts), skipped with one line
 // when it is not installed.
@@ -216,7 +216,7 @@ const BACKENDS: Backend[] = [
     },
     async open() {
       // One database for the file; each case starts from an emptied table (reset is part of
-      // the contract, and tested on its own above).
+      // the PetStore interface, and tested on its own above).
       const store = await openPostgresStore(`${(pg as PostgresServer).url}?query_timeout=10000`, { logger: silentLogger });
       await store.reset();
       return store;

@@ -1,4 +1,4 @@
-// One table of idempotent-create cases (CONTRACT 10, contract.ts createIdempotent), run against
+// One table of idempotent-create cases (src/store/contract.ts, createIdempotent), run against
 // every store that implements it: memory, file and PostgreSQL (a real server, skipped with one
 // line when it is not installed). Each store has its own injected clock, so expiry is exact.
 // What only one backend does (journal lines, the key table, its schema) is tested beside it.

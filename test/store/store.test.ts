@@ -1,5 +1,5 @@
 // Tests of the pet store: the in-memory index and both stores, the on-disk format, locking,
-// recovery from disk errors. The crash test (SIGKILL of a real writer) is store-crash.test.ts.
+// recovery from disk errors. The crash test (SIGKILL of a real writer) is test/store/file/crash.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

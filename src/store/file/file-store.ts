@@ -2,15 +2,15 @@
 //
 // Durability, point by point:
 // - A create resolves only after its journal line is durably written (O_DSYNC, or write +
-//   fdatasync; see store-journal.ts); only then is the pet visible (applyBatch runs after).
+//   fdatasync; see journal.ts); only then is the pet visible (applyBatch runs after).
 // - Group commit: one batch in flight at a time; creates arriving meanwhile queue and share
 //   the next single durable write.
-// - The snapshot is only ever replaced atomically (store-snapshot.ts); a snapshot or journal
+// - The snapshot is only ever replaced atomically (snapshot.ts); a snapshot or journal
 //   that cannot be parsed refuses the start and is not touched.
 // - Compaction rotates the journal to `.journal.old` between batches, writes a snapshot of
 //   what that covers, then unlinks `.old`. Replay reads snapshot, `.old`, journal; records
 //   below the running nextId must be exactly the pets already there and are skipped, so
-//   every crash point replays to the acknowledged state (store-journal.ts checks the rest).
+//   every crash point replays to the acknowledged state (journal.ts checks the rest).
 // - A failed write rejects its whole batch (503) and changes nothing in memory. The ids it
 //   would have used are given out again: the journal is cut back to its last durable length
 //   first, or, if that fails too, rebuilt from memory (snapshot + empty journal) before the
@@ -37,7 +37,7 @@ export interface FileStoreOptions {
   compactMinBytes?: number;
   /** Test hook: called before disk operations; throwing simulates a disk error there. */
   beforeIo?: (op: DiskOp) => void;
-  /** A lock not refreshed for this long is taken over by the next start; see store-lock.ts. */
+  /** A lock not refreshed for this long is taken over by the next start; see lock.ts. */
   lockStaleMs?: number;
   /**
    * Writes that may wait for the batch in flight; past it a write is refused at once
@@ -68,7 +68,7 @@ export interface StoreObserver {
 
 const DEFAULT_COMPACT_MIN_BYTES = 1024 * 1024;
 
-/** The running file store; opened by openFileStore (store-open.ts). */
+/** The running file store; opened by openFileStore (open.ts). */
 export class FileStore extends IndexedStore {
   readonly #paths: StorePaths;
   readonly #logger: Logger;
@@ -403,7 +403,7 @@ export class FileStore extends IndexedStore {
     }
   }
 
-  /** Before each batch: a lock that is no longer ours (store-lock.ts) refuses the batch. */
+  /** Before each batch: a lock that is no longer ours (lock.ts) refuses the batch. */
   #lockLost(ops: Op[]): boolean {
     const problem = this.#lock.problem();
     if (problem === undefined) return false;

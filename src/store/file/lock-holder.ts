@@ -1,4 +1,4 @@
-// Who holds a data file lock, and whether it is still held: the pure part of store-lock.ts.
+// Who holds a data file lock, and whether it is still held: the pure part of lock.ts.
 //
 // A lock is judged by its heartbeat (the holder refreshes the lock file's mtime), not by a
 // pid: a pid means nothing in another pid namespace (every container's first process is

@@ -31,7 +31,7 @@ export interface LoadedSnapshot extends SnapshotContent {
   keys: SnapshotKey[];
   /** Size of the file in bytes (0 when there is none). */
   bytes: number;
-  /** Length of the longest string decoded while reading (see store-lines.ts). */
+  /** Length of the longest string decoded while reading (see lines.ts). */
   largestString: number;
 }
 

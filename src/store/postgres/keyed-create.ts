@@ -1,4 +1,4 @@
-// Idempotent creates on PostgreSQL (CONTRACT 10): the key and its pet are written by one
+// Idempotent creates on PostgreSQL (docs/store.md): the key and its pet are written by one
 // statement, so one implicit transaction: no crash, timeout or outage can keep one without
 // the other. The key table's primary key (scope, key) is what makes two processes racing on
 // one key make one pet.

@@ -1,8 +1,8 @@
 // Logic shared by the benchmark peers: command line, config, bearer auth, the two token
 // buckets per key, the rate-limit headers, validation and the error body.
 // Written the way a user of a framework would write it: plain and readable, not tuned.
-// Nothing in src/ imports this; it only exists so that the peers implement the same contract
-// (CONTRACT.md) as petstore, and the benchmark compares like with like.
+// Nothing in src/ imports this; it only exists so that the peers implement the same API and
+// behaviour as petstore, and the benchmark compares like with like.
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
@@ -12,7 +12,7 @@ export const LIMIT_DEFAULT = 20;
 export const LIMIT_MAX = 100;
 export const BODY_LIMIT = 64 * 1024;
 
-// CONTRACT section 5. Keep DEPRECATION in step with the value petstore sends.
+// Deprecation headers of GET /pets/{petId}. Keep DEPRECATION in step with the value petstore sends.
 export const DEPRECATION = '@1767225600'; // 2026-01-01T00:00:00Z, as petstore sends
 export const SUNSET = 'Thu, 05 Dec 2030 00:00:00 GMT';
 
@@ -45,7 +45,7 @@ export function announce(server, host) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Config (CONTRACT section 1): plans + keys, ban, anonymous.
+// Config (the file format of petstore.config.json): plans + keys, ban, anonymous.
 
 function sha256hex(text) {
   return createHash('sha256').update(text).digest('hex');
@@ -69,7 +69,7 @@ export function loadConfig(file) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Authentication (CONTRACT section 3).
+// Authentication: bearer keys.
 
 /**
  * Returns { key } for a known key, { error } otherwise. Both sides are hashed to a fixed
@@ -89,7 +89,7 @@ export function wwwAuthenticate(error) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Rate limits (CONTRACT section 4): a minute bucket and a day bucket per key.
+// Rate limits: a minute bucket and a day bucket per key.
 
 class TokenBucket {
   constructor(name, capacity, windowSeconds) {
@@ -213,7 +213,7 @@ function rateHeaders(limit, { retryAfter } = {}) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Errors and validation (CONTRACT section 2).
+// Errors and validation.
 
 export const STATUS_OF = {
   invalid_request: 400,
@@ -352,7 +352,7 @@ export function fixedHeaders() {
   };
 }
 
-/** Headers every response of GET /pets/{petId} carries (CONTRACT section 5). */
+/** Headers every response of GET /pets/{petId} carries. */
 export function deprecationHeaders(base) {
   return {
     Deprecation: DEPRECATION,
@@ -361,7 +361,7 @@ export function deprecationHeaders(base) {
   };
 }
 
-/** The `next` link of a full page (CONTRACT section 6), filters carried over. */
+/** The `next` link of a full page, filters carried over. */
 export function nextLink(base, { limit, status }, lastId) {
   const params = new URLSearchParams({ limit: String(limit) });
   if (status) params.set('status', status);

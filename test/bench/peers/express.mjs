@@ -34,7 +34,7 @@ let base = ''; // http://host:port/v1, known once listening
 
 const app = express();
 app.disable('x-powered-by');
-app.disable('etag'); // the contract has no ETag; petstore does not compute one either
+app.disable('etag'); // the API has no ETag; petstore does not compute one either
 
 // The deprecated operation's headers go on every one of its responses, errors included.
 app.all('/v1/pets/:petId', (req, res, next) => {

@@ -1,7 +1,7 @@
 // Benchmark peer: the petstore contract for GET/POST /v1/pets and GET /v1/pets/:petId on
 // Fastify 5, written the way the Fastify docs suggest: route JSON schemas (so Ajv validates
 // input and fast-json-stringify serializes output), one onRequest hook for auth and rate
-// limits, one error handler that turns every failure into the spec's Error body.
+// limits, one error handler that turns every failure into petstore's Error body.
 //
 //   node peers/fastify.mjs --config bench.config.json (--data FILE | --memory) [--port 0]
 import Fastify from 'fastify';

@@ -1,6 +1,6 @@
 // The one-writer lock on a data file, from the outside: real processes of the built bundle,
 // real files, real pid namespaces (unshare) and a real full file system (tmpfs). A lock is
-// judged by its heartbeat (README, Store: "One writer"); PETSTORE_LOCK_STALE_MS makes the
+// judged by its heartbeat (docs/store.md, "One writer"); PETSTORE_LOCK_STALE_MS makes the
 // stale time short here. Cases that need root skip, with the reason, where the sandbox
 // cannot unshare or mount.
 import { test } from 'node:test';

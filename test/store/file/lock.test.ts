@@ -1,4 +1,4 @@
-// Tests of how a data file lock is judged (src/store-lock-holder.ts): by its heartbeat, and
+// Tests of how a data file lock is judged (src/store/file/lock-holder.ts): by its heartbeat, and
 // by its pid only where a pid means something (same boot, same pid namespace). The lock
 // with real processes and files is lock-processes.test.ts.
 import { test } from 'node:test';
