@@ -103,7 +103,7 @@ export class PostgresStore implements PetStore {
    */
   async seed(pets: ReadonlyArray<SeedPet>): Promise<StoredPet[]> {
     checkSeedInput(pets);
-    return this.#pool.transaction(async (tx) => {
+    return this.#pool.transaction(async (tx, state) => {
       await tx.unsafe(LOCK_IDS);
       const next = Number((await tx.unsafe(NEXT_ID))[0]?.next);
       const planned = plan(pets, next);
@@ -115,14 +115,17 @@ export class PostgresStore implements PetStore {
       }
       const last = planned[planned.length - 1];
       if (last !== undefined) await tx.unsafe(ADVANCE, [last.pet.id]);
+      // Answered as unreachable meanwhile: roll back rather than commit what was refused.
+      if (state.abandoned) throw new Error('the seed was given up on before its commit');
       return planned;
     });
   }
 
   async reset(): Promise<void> {
-    await this.#pool.transaction(async (tx) => {
+    await this.#pool.transaction(async (tx, state) => {
       await tx.unsafe(LOCK_IDS);
       for (const statement of RESET) await tx.unsafe(statement);
+      if (state.abandoned) throw new Error('the reset was given up on before its commit');
     });
   }
 
