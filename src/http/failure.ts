@@ -2,13 +2,14 @@
 // 400, anything else as a logged 500; a 413 waits for the rest of its upload (drain.ts).
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../core/index.js';
-import { IdsExhaustedError, StoreBusyError, StoreInputError, StoreUnavailableError, StoreUnreachableError } from '../store/index.js';
+import { CreateOutcomeUnknownError, IdsExhaustedError, StoreBusyError, StoreInputError, StoreUnavailableError, StoreUnreachableError } from '../store/index.js';
 import { BodyTooLarge, sendContinue } from './body.js';
 import { DRAIN_CAP_BYTES, discardThen } from './drain.js';
 import type { Exchange, Instance } from './exchange.js';
 import { send } from './send.js';
 
 const UNREACHABLE = new ApiError('service_unavailable', 'The database cannot be reached right now; retry later.');
+const OUTCOME_UNKNOWN = new ApiError('service_unavailable', 'The database connection was lost after this create was sent, and whether the pet was stored cannot be known now. Retry with the same Idempotency-Key to get the outcome without creating it twice.');
 // RFC 4918 section 11.5: a 507 is not to be repeated by automation. No Retry-After: no wait helps.
 const IDS_EXHAUSTED = new ApiError('ids_exhausted', `No pet id is left: ids stay within the safe integer range (up to ${Number.MAX_SAFE_INTEGER}) and the largest is taken; nothing was added. Retrying cannot help.`);
 
@@ -27,7 +28,7 @@ export function fail(app: Instance, x: Exchange, err: unknown): void {
     x.headers['retry-after'] = '5';
     if (err instanceof StoreUnreachableError) {
       // The database is away; the store logs the outage once, not once per request.
-      error = UNREACHABLE;
+      error = err instanceof CreateOutcomeUnknownError ? OUTCOME_UNKNOWN : UNREACHABLE;
     } else {
       error = new ApiError('service_unavailable', 'The store cannot write right now; nothing was added. Retry later.');
       if (err instanceof StoreBusyError) logBusy(app);

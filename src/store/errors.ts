@@ -28,7 +28,16 @@ export class StoreUnavailableError extends Error {
  * (see docs/store.md, PostgreSQL). The store logs the outage and the recovery itself.
  */
 export class StoreUnreachableError extends StoreUnavailableError {
-  override readonly name = 'StoreUnreachableError';
+  override readonly name: string = 'StoreUnreachableError';
+}
+
+/**
+ * The database connection was lost after a create was sent, and the database could not be
+ * asked whether it committed: the pet may or may not exist. A retry with the same
+ * Idempotency-Key learns the truth without creating twice. Answered 503, with its own message.
+ */
+export class CreateOutcomeUnknownError extends StoreUnreachableError {
+  override readonly name = 'CreateOutcomeUnknownError';
 }
 
 /** Too many writes are already waiting for the disk: refused at once, nothing done. */

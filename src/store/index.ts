@@ -4,7 +4,7 @@ export type {
 } from './contract.js';
 export { newPetFingerprint } from './idempotency.js';
 export { hasPageVersion } from './contract.js';
-export { IdsExhaustedError, StoreBusyError, StoreInputError, StoreOpenError, StoreUnavailableError, StoreUnreachableError } from './errors.js';
+export { CreateOutcomeUnknownError, IdsExhaustedError, StoreBusyError, StoreInputError, StoreOpenError, StoreUnavailableError, StoreUnreachableError } from './errors.js';
 export { openMemoryStore } from './memory.js';
 export type { MemoryStoreOptions } from './memory.js';
 export { openFileStore } from './file/index.js';

@@ -55,7 +55,7 @@ test('two processes, one key sent to both at once: one pet; every answer the sam
   }
   t.diagnostic(`${waited} repeats answered with the first's 201`);
   assert.equal(await pg.psql('SELECT count(*) FROM petstore_pets'), '8\n');
-  assert.equal(await pg.psql('SELECT count(*) FROM petstore_idempotency_keys'), '8\n');
+  assert.equal(await pg.psql("SELECT count(*) FROM petstore_idempotency_keys WHERE scope <> ''"), '8\n');
 });
 
 test('a replay through the other process gets the same 201; another payload a 422 there too; another API key its own pet', { skip }, async (t) => {
@@ -128,5 +128,5 @@ test('embedding with a store URL: a key expires after its retention by the injec
       await srv.close();
     }
   }
-  assert.equal(await pg.psql('SELECT count(*) FROM petstore_idempotency_keys'), '1\n');
+  assert.equal(await pg.psql("SELECT count(*) FROM petstore_idempotency_keys WHERE scope <> ''"), '1\n');
 });

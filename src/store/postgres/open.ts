@@ -33,18 +33,30 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions)
     if (err instanceof DriverMissingError) throw new StoreOpenError(shown, `Cannot use the PostgreSQL store: ${err.message}.`);
     throw new StoreOpenError(shown, `Cannot load the PostgreSQL driver: ${describeError(err)}.`, { cause: err });
   }
-  const { driverUrl, poolSize, queryTimeoutMs, connectTimeoutS } = settings;
+  const { driverUrl, poolSize, queryTimeoutMs, statementTimeoutMs, connectTimeoutS, hosts } = settings;
+  const options = (max: number): Record<string, unknown> => ({
+    max,
+    connect_timeout: connectTimeoutS,
+    // No array columns: skip the type lookup each new connection would make.
+    fetch_types: false,
+    // CREATE ... IF NOT EXISTS says NOTICE when it exists; the driver would print it.
+    onnotice: () => undefined,
+    // An IPv6 literal host: given apart, since the driver cannot read it from a URL.
+    ...(hosts === undefined ? {} : { host: hosts.host, port: hosts.port }),
+    connection: {
+      application_name: 'petstore',
+      // The server bounds every statement itself and says so (pool.ts): the connection stays
+      // healthy. A transaction left idle (a process stopped while holding the id lock) ends too.
+      statement_timeout: statementTimeoutMs,
+      idle_in_transaction_session_timeout: statementTimeoutMs,
+    },
+  });
   const pool = new Pool({
-    make: () => factory(driverUrl, {
-      max: poolSize,
-      connect_timeout: connectTimeoutS,
-      // No array columns: skip the type lookup each new connection would make.
-      fetch_types: false,
-      // CREATE ... IF NOT EXISTS says NOTICE when it exists; the driver would print it.
-      onnotice: () => undefined,
-      connection: { application_name: 'petstore' },
-    }),
+    make: () => factory(driverUrl, options(poolSize)),
+    makeProbe: () => factory(driverUrl, options(1)),
+    size: poolSize,
     queryTimeoutMs,
+    statementTimeoutMs,
     logger: opts.logger,
     shown,
   });
@@ -56,10 +68,13 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions)
     const why = err instanceof SchemaTooNewError ? err.message : `cannot open it: ${describeError(err)}`;
     throw new StoreOpenError(shown, `PostgreSQL store ${shown}: ${why}.`, { cause: err });
   }
+  if (schema.repaired !== undefined) {
+    opts.logger.log('warn', 'store schema repaired: missing indexes rebuilt', { store: shown, indexes: schema.repaired });
+  }
   if (schema.upgradedFrom !== undefined) {
     opts.logger.log('info', 'store schema upgraded', { store: shown, from: schema.upgradedFrom, to: schema.version });
   }
-  opts.logger.log('info', 'store opened', { store: shown, schemaVersion: schema.version, pool: poolSize, queryTimeoutMs });
+  opts.logger.log('info', 'store opened', { store: shown, schemaVersion: schema.version, pool: poolSize, queryTimeoutMs, statementTimeoutMs });
   const store = new PostgresStore(pool, {
     clock: opts.clock ?? systemClock,
     retentionMs: opts.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_HOURS * 3_600_000,

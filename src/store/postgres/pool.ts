@@ -1,10 +1,27 @@
-// Every query goes through here: a timer per query (postgres.js has no client-side query
-// timeout: a hung server holds a query forever, see test/support/DRIVERS.md), the pool
-// replaced when one fires so that stuck connections hold no later query, and the driver's
-// failures sorted into "the database is away" (503) and the rest.
+// Every statement goes through here, for three reasons.
+//
+// 1. A fair queue in front of the driver. postgres.js pipelines a query onto a busy
+//    connection when all are busy, and under steady load a query so queued can wait as long
+//    as the load lasts. Here statements wait in one FIFO (bounded: beyond it a statement is
+//    refused at once as busy) and at most `size` are handed to the driver, so each finds an
+//    idle connection; a statement's clock starts only when it is handed over.
+// 2. Timeouts that measure the engine. The server bounds each statement itself
+//    (statement_timeout, set per connection: it cancels the statement and says so, the
+//    connection stays healthy). Our own timer is only a backstop for an engine or network
+//    that does not answer at all, and when it fires we first yield to the event loop (an
+//    answer may be waiting behind our own stall), then ask whether the engine is late: if
+//    any statement of this pool was answered lately, or a probe on a fresh connection is
+//    answered, the engine is alive and the statement keeps waiting (up to the server's own
+//    bound). Only an engine that answers nothing is called unreachable.
+// 3. Pool swaps that cut no healthy statement. The pool is replaced only when the probe got
+//    no answer either, that is when every connection is stuck behind a hung server or a dead
+//    network path; the old pool's statements were answered by their timers by then.
+//
+// The driver's failures are sorted into "the database is away" (503), "too slow: cancelled
+// by the server, nothing done" (503) and the rest.
 import type { Logger } from '../../core/index.js';
 import { describeError } from '../../core/index.js';
-import { IdsExhaustedError, StoreUnavailableError, StoreUnreachableError } from '../errors.js';
+import { IdsExhaustedError, StoreBusyError, StoreUnavailableError, StoreUnreachableError } from '../errors.js';
 import type { Sql, SqlPool, SqlRow } from './driver.js';
 
 /** Node's and postgres.js's codes for a connection that failed, was refused or was cut. */
@@ -20,28 +37,71 @@ const CONNECTION_CODES: ReadonlySet<string> = new Set([
  * and 25006, a read-only transaction (a failover landed on a standby).
  */
 const UNAVAILABLE_STATE = /^(?:08|28|53|57|58)[0-9A-Z]{3}$|^25006$/;
+/** The server's statement_timeout (or idle_in_transaction timeout) cancelled it: nothing was done. */
+const CANCELLED_STATES: ReadonlySet<string> = new Set(['57014', '25P03']);
 /** The identity reached its MAXVALUE (2^53 - 1): the id space is exhausted. */
 const SEQUENCE_LIMIT = '2200H';
+/** Statements waiting for a connection, per connection of the pool, before more are refused as busy. */
+export const QUEUE_PER_CONNECTION = 1024;
+/** A timer that fires this much later than asked was held up by our own event loop. */
+const LAG_TOLERANCE_MS = 50;
 
 const PREPARED = { prepare: true } as const;
 
 export interface PoolOptions {
   readonly make: () => SqlPool;
+  /** A pool of one connection, opened only to ask whether the engine answers at all. */
+  readonly makeProbe: () => SqlPool;
+  /** Connections of the pool: statements handed to the driver at once, at most. */
+  readonly size: number;
+  /** How long the engine may stay silent before we ask whether it is there (our backstop). */
   readonly queryTimeoutMs: number;
+  /** The server's own bound on one statement; a statement waits at most this plus queryTimeoutMs. */
+  readonly statementTimeoutMs: number;
   readonly logger: Logger;
   /** The URL without its password, for log lines. */
   readonly shown: string;
+  /** Monotonic ms; default performance.now. */
+  readonly now?: () => number;
+}
+
+/** What a statement handed to run() learns of its fate besides the answer. */
+export interface RunState {
+  /** The backstop gave up on it: it was answered as unreachable; it must not commit later. */
+  abandoned: boolean;
+}
+
+interface Waiting {
+  readonly work: (sql: Sql, state: RunState) => Promise<unknown>;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (err: unknown) => void;
 }
 
 export class Pool {
   readonly #opts: PoolOptions;
+  readonly #now: () => number;
   #sql: SqlPool;
+  /** When the current pool last answered anything (ok or error from the server). */
+  #answeredAt: number;
   #down = false;
   #closed = false;
+  #inFlight = 0;
+  readonly #queue: Waiting[] = [];
+  #queueHead = 0;
+  #probing: Promise<boolean> | undefined;
+  /** Statements cancelled by the server's timeout, and backstop firings excused by our own lag. */
+  readonly stats = { cancelled: 0, lagExcused: 0, probesAnswered: 0, replaced: 0 };
 
   constructor(opts: PoolOptions) {
     this.#opts = opts;
+    this.#now = opts.now ?? (() => performance.now());
     this.#sql = opts.make();
+    this.#answeredAt = this.#now();
+  }
+
+  /** Statements waiting for a connection. */
+  get queued(): number {
+    return this.#queue.length - this.#queueHead;
   }
 
   /** One prepared statement. */
@@ -50,45 +110,167 @@ export class Pool {
   }
 
   /** One transaction: COMMIT when `work` resolves, ROLLBACK when it throws. */
-  transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
-    return this.run((sql) => sql.begin(work));
+  transaction<T>(work: (tx: Sql, state: RunState) => Promise<T>): Promise<T> {
+    return this.run((sql, state) => (sql as SqlPool).begin((tx) => work(this.#watched(tx, this.#sql), state)));
   }
 
-  /** Runs `work` on the current pool, bounded by the query timeout. */
-  run<T>(work: (sql: SqlPool) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` on one connection's worth of the pool, in FIFO order with every other
+   * statement, bounded as described above. `sql` is the driver's pool (a SqlPool).
+   */
+  run<T>(work: (sql: Sql, state: RunState) => Promise<T>): Promise<T> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
-    const sql = this.#sql;
-    const ms = this.#opts.queryTimeoutMs;
+    if (this.queued >= this.#opts.size * QUEUE_PER_CONNECTION) {
+      return Promise.reject(new StoreBusyError(`${this.queued} statements are already waiting for PostgreSQL`));
+    }
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#replace(sql);
-        reject(this.#unreachable(`PostgreSQL did not answer within ${ms} ms`));
-      }, ms);
-      work(sql).then(
-        (value) => {
-          clearTimeout(timer);
-          if (this.#down && sql === this.#sql) this.#up();
-          resolve(value);
-        },
-        (err: unknown) => {
-          clearTimeout(timer);
-          reject(this.#classify(err, sql === this.#sql));
-        },
-      );
+      this.#queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.#next();
     });
   }
 
-  /** Lets running queries finish (up to `timeoutS`), then closes every connection. Idempotent. */
+  /** Lets running statements finish (up to `timeoutS`), then closes every connection. Idempotent. */
   async close(timeoutS = 5): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    for (let w = this.#queue[this.#queueHead]; w !== undefined; w = this.#queue[++this.#queueHead]) {
+      w.reject(new StoreUnavailableError('the store is closed'));
+    }
+    this.#queue.length = 0;
+    this.#queueHead = 0;
     await this.#sql.end({ timeout: timeoutS });
+  }
+
+  #next(): void {
+    while (this.#inFlight < this.#opts.size && this.#queueHead < this.#queue.length) {
+      const w = this.#queue[this.#queueHead] as Waiting;
+      this.#queue[this.#queueHead++] = undefined as unknown as Waiting;
+      if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
+        this.#queue.splice(0, this.#queueHead);
+        this.#queueHead = 0;
+      }
+      this.#inFlight++;
+      this.#dispatch(w);
+    }
+  }
+
+  #dispatch(w: Waiting): void {
+    const sql = this.#sql;
+    const state: RunState = { abandoned: false };
+    const started = this.#now();
+    const hardLimit = this.#opts.statementTimeoutMs + this.#opts.queryTimeoutMs;
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      clearTimeout(timer);
+      this.#inFlight--;
+      this.#next();
+      return true;
+    };
+    const arm = (ms: number): void => {
+      const due = this.#now() + ms;
+      timer = setTimeout(() => void check(due), ms);
+    };
+    const check = async (due: number): Promise<void> => {
+      if (settled) return;
+      const lag = this.#now() - due;
+      // An answer may be waiting behind our own stall: let the loop read it first.
+      await new Promise<void>((r) => setImmediate(r));
+      if (settled) return;
+      if (lag > LAG_TOLERANCE_MS) {
+        // The timer was late because this process was busy: the engine had less time than
+        // we meant to give it. Give it the time again, counted from now.
+        this.stats.lagExcused++;
+        arm(this.#opts.queryTimeoutMs);
+        return;
+      }
+      const now = this.#now();
+      if (now - started < hardLimit && sql === this.#sql) {
+        // Alive if this pool was answered lately, or a fresh connection is.
+        if (now - this.#answeredAt < this.#opts.queryTimeoutMs || (await this.#probe())) {
+          if (settled) return;
+          arm(Math.min(this.#opts.queryTimeoutMs, Math.max(1, hardLimit - (this.#now() - started))));
+          return;
+        }
+      }
+      if (settled) return;
+      state.abandoned = true;
+      finish();
+      if (sql === this.#sql && now - this.#answeredAt >= this.#opts.queryTimeoutMs) this.#replace(sql);
+      w.reject(this.#unreachable(`PostgreSQL did not answer within ${Math.round(now - started)} ms`));
+    };
+    arm(this.#opts.queryTimeoutMs);
+    let run: Promise<unknown>;
+    try {
+      run = w.work(this.#watched(sql, sql), state);
+    } catch (err) {
+      run = Promise.reject(err);
+    }
+    run.then(
+      (value) => {
+        if (sql === this.#sql) this.#answered();
+        if (finish()) w.resolve(value);
+      },
+      (err: unknown) => {
+        const fromServer = typeof (err as { code?: unknown } | null)?.code === 'string' && !CONNECTION_CODES.has((err as { code: string }).code);
+        if (fromServer && sql === this.#sql) this.#answered();
+        if (finish()) w.reject(this.#classify(err, sql === this.#sql));
+      },
+    );
+  }
+
+  /** Statements of `sql` (of the driver's pool `owner`) mark the pool as answering when answered. */
+  #watched<S extends Sql>(sql: S, owner: SqlPool): S {
+    const mark = (): void => { if (this.#sql === owner) this.#answeredAt = this.#now(); };
+    return new Proxy(sql, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop) as unknown;
+        if (prop !== 'unsafe') return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        return (text: string, params?: readonly unknown[], options?: { prepare?: boolean }) => {
+          const p = target.unsafe(text, params, options);
+          p.then(mark, (err: unknown) => {
+            const code = (err as { code?: unknown } | null)?.code;
+            if (typeof code === 'string' && !CONNECTION_CODES.has(code)) mark();
+          });
+          return p;
+        };
+      },
+    });
+  }
+
+  #answered(): void {
+    this.#answeredAt = this.#now();
+    if (this.#down) this.#up();
+  }
+
+  /** Whether the engine answers a trivial statement on a fresh connection within the query timeout. */
+  #probe(): Promise<boolean> {
+    this.#probing ??= (async () => {
+      const probe = this.#opts.makeProbe();
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<boolean>((r) => { timer = setTimeout(() => r(false), this.#opts.queryTimeoutMs); });
+      try {
+        const ok = await Promise.race([probe.unsafe('SELECT 1').then(() => true, () => false), timeout]);
+        if (ok) this.stats.probesAnswered++;
+        return ok;
+      } finally {
+        clearTimeout(timer);
+        probe.end({ timeout: 0 }).catch(() => undefined);
+      }
+    })().finally(() => { this.#probing = undefined; });
+    return this.#probing;
   }
 
   /** `current`: from the pool in use (a replaced pool's failures say nothing of the outage). */
   #classify(err: unknown, current: boolean): unknown {
     const code = (err as { code?: unknown } | null)?.code;
     if (typeof code !== 'string') return err;
+    if (CANCELLED_STATES.has(code)) {
+      this.stats.cancelled++;
+      return new StoreUnavailableError(`PostgreSQL cancelled a statement that ran past its statement_timeout (${this.#opts.statementTimeoutMs} ms); nothing it would have done was done`);
+    }
     if (CONNECTION_CODES.has(code) || UNAVAILABLE_STATE.test(code)) {
       const message = `PostgreSQL unreachable: ${describeError(err)}`;
       return current ? this.#unreachable(message) : new StoreUnreachableError(message);
@@ -112,13 +294,16 @@ export class Pool {
   }
 
   /**
-   * A query timed out: its connection may be stuck behind a hung server or a dead network
-   * path. New queries get a fresh pool; the old one's connections are closed at once (their
-   * queries fail, and were already answered by their timers).
+   * Nothing of `stuck` answered within the query timeout, nor did a fresh connection: its
+   * connections may be stuck behind a hung server or a dead network path. New statements get
+   * a fresh pool; the old one's connections are closed at once (their statements were
+   * already answered by their timers).
    */
   #replace(stuck: SqlPool): void {
     if (this.#sql !== stuck || this.#closed) return;
+    this.stats.replaced++;
     this.#sql = this.#opts.make();
+    this.#answeredAt = this.#now();
     stuck.end({ timeout: 0 }).catch(() => undefined);
   }
 }

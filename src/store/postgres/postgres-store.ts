@@ -1,33 +1,39 @@
-// The PetStore on PostgreSQL: every read and write is one statement on a shared table, so
-// every process sees every pet on its next request. No page version is offered: another
-// process may add pets at any time, so this process's page cache could not be kept right.
+// The PetStore on PostgreSQL: every read is one statement on a shared table, and every
+// create is committed (grouped with the others of the same moment, create-batch.ts) before
+// it is answered, so every process sees every pet on its next request. No page version is
+// offered: another process may add pets at any time.
+//
+// Ids become visible in the order they were given: creates, seeds and reset all take the
+// same transaction-level advisory lock before they draw or plan ids, and hold it to commit.
+// INVARIANT (relied on by read caches): once id N is visible, every id below N is either
+// visible or will never exist.
 import type { NewPet, PetStatus } from '../../core/index.js';
 import { checkSeedInput, planBatch, type Op } from '../batch.js';
 import { makePet, petJson } from '../codec.js';
 import type { CreateOutcome, IdempotencyKey, ListQuery, PetStore, SeedPet, StoredPet } from '../contract.js';
 import type { SqlRow } from './driver.js';
+import { GroupCommit } from './create-batch.js';
 import { KeyedCreates, type KeyedCreateOptions } from './keyed-create.js';
 import type { Pool } from './pool.js';
-import { ID_SEQUENCE, KEYS_TABLE, PETS_TABLE } from './schema.js';
+import { ID_SEQUENCE, KEYS_TABLE, ORDER_LOCK, PETS_TABLE } from './schema.js';
 
 const COLUMNS = 'id, name, category_id, status';
 const GET = `SELECT ${COLUMNS} FROM ${PETS_TABLE} WHERE id = $1`;
 const LIST = `SELECT ${COLUMNS} FROM ${PETS_TABLE} WHERE id > $1 ORDER BY id LIMIT $2`;
 const LIST_STATUS = `SELECT ${COLUMNS} FROM ${PETS_TABLE} WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`;
-// One statement, committed on its own before the answer (postgres.js resolves at
-// ReadyForQuery, after the implicit COMMIT): a 201 is sent only for a committed pet.
-const INSERT = `INSERT INTO ${PETS_TABLE} (name, category_id, status) VALUES ($1, $2, $3) RETURNING id`;
-// Creates of other processes wait while a seed plans its ids (they would take ids meanwhile).
-const LOCK_FOR_SEED = `LOCK TABLE ${PETS_TABLE} IN SHARE ROW EXCLUSIVE MODE`;
+// Creates of every process wait while a seed or a reset holds it (they would take ids meanwhile).
+const LOCK_IDS = `SELECT pg_advisory_xact_lock(${ORDER_LOCK})`;
 const NEXT_ID = `SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END AS next FROM ${ID_SEQUENCE}`;
 // The text is cast in SQL: a parameter typed json would be JSON-encoded once more by the driver.
 const INSERT_SEEDED = `INSERT INTO ${PETS_TABLE} (id, name, category_id, status) OVERRIDING SYSTEM VALUE
   SELECT id, name, category_id, status FROM json_to_recordset($1::text::json) AS p(id bigint, name text, category_id bigint, status text)`;
 // Keeps the identity ahead of the explicit ids just stored.
 const ADVANCE = `SELECT setval('${ID_SEQUENCE}', $1, true)`;
-// The keys first: a keyed create locks the key table before the pets (keyed-create.ts), so
-// this order cannot deadlock with one.
-const RESET = `TRUNCATE ${KEYS_TABLE}, ${PETS_TABLE} RESTART IDENTITY`;
+// Under the id lock, and without TRUNCATE: a create statement holds its table locks while it
+// waits for the id lock, so a TRUNCATE (which needs the tables alone) under the id lock
+// could deadlock with it. DELETE needs no more than a create does. The identity restarts
+// with the transaction (ALTER SEQUENCE is transactional).
+const RESET = [`DELETE FROM ${KEYS_TABLE}`, `DELETE FROM ${PETS_TABLE}`, `ALTER SEQUENCE ${ID_SEQUENCE} RESTART`];
 /** Pets per INSERT of a seed: one JSON parameter each, well under any message size limit. */
 const SEED_CHUNK = 5000;
 
@@ -43,11 +49,18 @@ function storedRows(rows: SqlRow[]): StoredPet[] {
 
 export class PostgresStore implements PetStore {
   readonly #pool: Pool;
+  readonly #batch: GroupCommit;
   readonly #keyed: KeyedCreates;
 
   constructor(pool: Pool, keys: KeyedCreateOptions) {
     this.#pool = pool;
-    this.#keyed = new KeyedCreates(pool, keys);
+    this.#batch = new GroupCommit(pool, keys);
+    this.#keyed = new KeyedCreates(pool, this.#batch, keys);
+  }
+
+  /** Statements and creates sent by the group commit, lost answers found out or left unknown. */
+  get batchStats(): Readonly<GroupCommit['stats']> {
+    return this.#batch.stats;
   }
 
   get(id: number): StoredPet | undefined | Promise<StoredPet | undefined> {
@@ -64,11 +77,13 @@ export class PostgresStore implements PetStore {
     return rows.then(storedRows);
   }
 
-  create(input: NewPet): Promise<StoredPet> {
-    return this.#pool.query(INSERT, [input.name, input.categoryId, input.status ?? null]).then((rows) => {
-      const pet = makePet(Number((rows[0] as SqlRow).id), input.name, input.categoryId, input.status);
-      return { pet, json: petJson(pet) };
-    });
+  /** Resolves once the statement that made it, and so its commit, has been answered. */
+  async create(input: NewPet): Promise<StoredPet> {
+    const made = await this.#batch.submit(input);
+    if (made.kind !== 'made') throw new Error(`a create without a key was not made (${made.kind})`);
+    this.#keyed.created();
+    const pet = makePet(made.id, input.name, input.categoryId, input.status);
+    return { pet, json: petJson(pet) };
   }
 
   /** The key and the pet in one statement (keyed-create.ts). */
@@ -82,14 +97,14 @@ export class PostgresStore implements PetStore {
   }
 
   /**
-   * One transaction: the table locked against creates, the ids planned exactly as the file
+   * One transaction: the id lock taken (creates of every process wait), the ids planned exactly as the file
    * store plans them (same checks, same messages), the pets inserted, the identity moved past
    * the last one.
    */
   async seed(pets: ReadonlyArray<SeedPet>): Promise<StoredPet[]> {
     checkSeedInput(pets);
-    return this.#pool.transaction(async (tx) => {
-      await tx.unsafe(LOCK_FOR_SEED);
+    return this.#pool.transaction(async (tx, state) => {
+      await tx.unsafe(LOCK_IDS);
       const next = Number((await tx.unsafe(NEXT_ID))[0]?.next);
       const planned = plan(pets, next);
       for (let i = 0; i < planned.length; i += SEED_CHUNK) {
@@ -100,12 +115,18 @@ export class PostgresStore implements PetStore {
       }
       const last = planned[planned.length - 1];
       if (last !== undefined) await tx.unsafe(ADVANCE, [last.pet.id]);
+      // Answered as unreachable meanwhile: roll back rather than commit what was refused.
+      if (state.abandoned) throw new Error('the seed was given up on before its commit');
       return planned;
     });
   }
 
   async reset(): Promise<void> {
-    await this.#pool.query(RESET, []);
+    await this.#pool.transaction(async (tx, state) => {
+      await tx.unsafe(LOCK_IDS);
+      for (const statement of RESET) await tx.unsafe(statement);
+      if (state.abandoned) throw new Error('the reset was given up on before its commit');
+    });
   }
 
   close(): Promise<void> {

@@ -9,8 +9,16 @@ export interface PostgresSettings {
   readonly shown: string;
   /** Connections in this process's pool (`max`, default 4). */
   readonly poolSize: number;
-  /** A query without an answer in this many ms fails, and the pool is replaced (`query_timeout`). */
+  /**
+   * How long the engine may stay silent before petstore asks whether it is there at all
+   * (`query_timeout`): a statement fails as unreachable only when a fresh connection gets no
+   * answer in this time either; then the pool is replaced.
+   */
   readonly queryTimeoutMs: number;
+  /** The most one statement may run, enforced by the server (`statement_timeout`, ms). */
+  readonly statementTimeoutMs: number;
+  /** An IPv6 literal host, given to the driver apart from the URL (it cannot parse one). */
+  readonly hosts?: { readonly host: string[]; readonly port: number[] };
   /** Seconds to open one connection (`connect_timeout`, postgres.js's own option). */
   readonly connectTimeoutS: number;
 }
@@ -18,6 +26,7 @@ export interface PostgresSettings {
 export const DEFAULT_POOL_SIZE = 4;
 export const DEFAULT_QUERY_TIMEOUT_MS = 5000;
 export const DEFAULT_CONNECT_TIMEOUT_S = 5;
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
 /** True for the URLs the store accepts (the scheme only; the rest is checked at open). */
 export function isPostgresUrl(url: string): boolean {
@@ -45,14 +54,28 @@ export function parseSettings(url: string): PostgresSettings {
   } catch {
     throw new Error('the store URL is not a valid URL');
   }
+  // The driver decodes these with decodeURIComponent, which says only "URI malformed".
+  for (const [part, raw] of [['user name', u.username], ['password', u.password], ['database name', u.pathname]] as const) {
+    try {
+      decodeURIComponent(raw);
+    } catch {
+      throw new Error(`the store URL's ${part} has a bad percent-encoding (a % must be followed by two hex digits; write a literal % as %25)`);
+    }
+  }
   const poolSize = intParam(u, 'max', DEFAULT_POOL_SIZE, 1, 100);
   const queryTimeoutMs = intParam(u, 'query_timeout', DEFAULT_QUERY_TIMEOUT_MS, 100, 600_000);
+  const statementTimeoutMs = intParam(u, 'statement_timeout', DEFAULT_STATEMENT_TIMEOUT_MS, 100, 3_600_000);
   const connectTimeoutS = intParam(u, 'connect_timeout', DEFAULT_CONNECT_TIMEOUT_S, 1, 600);
-  // Ours alone: the driver would send it to the server as a setting, which refuses it.
+  // Ours alone (statement_timeout is sent to the server as a connection setting by open.ts).
   u.searchParams.delete('query_timeout');
+  u.searchParams.delete('statement_timeout');
   u.searchParams.delete('max');
   u.searchParams.delete('connect_timeout');
-  return { driverUrl: u.href, shown: redactUrl(url), poolSize, queryTimeoutMs, connectTimeoutS };
+  let hosts: PostgresSettings['hosts'];
+  if (u.hostname.startsWith('[')) {
+    hosts = { host: [u.hostname.slice(1, -1)], port: [u.port === '' ? 5432 : Number(u.port)] };
+  }
+  return { driverUrl: u.href, shown: redactUrl(url), poolSize, queryTimeoutMs, statementTimeoutMs, connectTimeoutS, ...(hosts ? { hosts } : {}) };
 }
 
 function intParam(u: URL, name: string, fallback: number, min: number, max: number): number {

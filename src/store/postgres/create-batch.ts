@@ -1,0 +1,246 @@
+// Creates are group-committed: every create (with or without an Idempotency-Key) ready in
+// the same turn of the event loop goes to PostgreSQL in one statement, so one implicit
+// transaction and one commit (one WAL flush) for all of them, and each is answered only once
+// that statement, its commit included, has been answered.
+//
+// Ids become visible in the order they were given. The statement first takes petstore's
+// transaction-level advisory lock (the same key guards the schema, seeds and reset) and only
+// then draws its ids; the lock is held to its commit, and PostgreSQL makes a transaction
+// visible before it releases its locks. So, across any number of processes:
+//
+//   INVARIANT: once id N is visible, every id below N is either visible or will never exist.
+//
+// A page that is full can therefore never gain a lower id later: readers may cache full
+// pages (see read-cache.ts), and a client following `next` links misses nothing.
+//
+// Each statement also stores a batch token (a row of the key table under the empty scope,
+// which no API key digest can be) naming the ids it gave. When the answer to a statement is
+// lost (the connection cut after it was sent, or no answer at all), the token tells what
+// happened: looked up under the same lock, so once the lost statement has ended; and if it
+// is absent, the lookup writes it, so that the lost statement, should it still arrive, fails
+// on it and commits nothing. Only when the lookup cannot be made either is a create's fate
+// unknown (CreateOutcomeUnknownError).
+import { randomBytes } from 'node:crypto';
+import type { Clock, Logger, NewPet } from '../../core/index.js';
+import { describeError } from '../../core/index.js';
+import type { IdempotencyKey } from '../contract.js';
+import { CreateOutcomeUnknownError, StoreUnreachableError } from '../errors.js';
+import type { SqlRow } from './driver.js';
+import type { Pool } from './pool.js';
+import { ID_SEQUENCE, KEYS_TABLE, ORDER_LOCK, PETS_TABLE } from './schema.js';
+
+/** Creates in one statement at most. */
+export const MAX_BATCH = 256;
+/** Batches of one process in flight at once: one running, one waiting for the lock behind it. */
+const MAX_BATCHES_IN_FLIGHT = 2;
+/** The scope of batch tokens in the key table; API keys' scopes are 64 hex digits. */
+export const TOKEN_SCOPE = '';
+/** A token the lookup wrote: its batch never committed, and now never will. */
+const VOID = 'void';
+
+/**
+ * $1: the creates as JSON text (ord from 1; scope, key and fingerprint null without an
+ * Idempotency-Key; the text is cast in SQL: a parameter typed json would be encoded again),
+ * $2 now, $3 the oldest time still live minus one, $4 the batch token.
+ * `ordered`: the lock, before any id is drawn (fresh joins it, so no nextval runs before it).
+ * `found`: live keys (a replay takes no id). `claim`: the keys of fresh creates; on a conflict
+ * it takes the row over only if expired, else claims nothing (a key committed by another
+ * process after this statement's snapshot: that create is read again, see keyed-create.ts).
+ * `pet`: the pets of claimed keys and of unkeyed creates. Answer: one row per create that
+ * made a pet (ord, its id) or met a live key (ord, pet, fingerprint).
+ */
+const BATCH = `WITH ordered AS MATERIALIZED (
+    SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(${ORDER_LOCK})) AS l
+  ), input AS (
+    SELECT * FROM json_to_recordset($1::text::json)
+      AS u(ord bigint, name text, category_id bigint, status text, scope text, key text, fingerprint text)
+  ), found AS (
+    SELECT i.ord, k.pet_id, k.fingerprint FROM input i
+      JOIN ${KEYS_TABLE} k ON k.scope = i.scope AND k.key = i.key AND k.created_at_ms > $3::bigint
+  ), fresh AS MATERIALIZED (
+    SELECT i.ord, i.name, i.category_id, i.status, i.scope, i.key, i.fingerprint, nextval('${ID_SEQUENCE}') AS id
+      FROM (SELECT * FROM input ORDER BY ord) AS i CROSS JOIN ordered
+      WHERE NOT EXISTS (SELECT 1 FROM found f WHERE f.ord = i.ord)
+  ), claim AS (
+    INSERT INTO ${KEYS_TABLE} AS k (scope, key, fingerprint, created_at_ms, pet_id)
+    SELECT scope, key, fingerprint, $2::bigint, id FROM fresh WHERE scope IS NOT NULL
+    ON CONFLICT (scope, key) DO UPDATE
+      SET fingerprint = EXCLUDED.fingerprint, created_at_ms = EXCLUDED.created_at_ms, pet_id = EXCLUDED.pet_id
+      WHERE k.created_at_ms <= $3::bigint
+    RETURNING pet_id
+  ), pet AS (
+    INSERT INTO ${PETS_TABLE} (id, name, category_id, status) OVERRIDING SYSTEM VALUE
+    SELECT id, name, category_id, status FROM fresh WHERE scope IS NULL OR id IN (SELECT pet_id FROM claim)
+    RETURNING id
+  ), made AS MATERIALIZED (
+    SELECT f.ord, p.id FROM pet p JOIN fresh f ON f.id = p.id
+  ), token AS (
+    INSERT INTO ${KEYS_TABLE} (scope, key, fingerprint, created_at_ms, pet_id)
+    SELECT '${TOKEN_SCOPE}', $4::text, coalesce(string_agg(ord || ':' || id, ',' ORDER BY ord), ''), $2::bigint, coalesce(min(id), 0) FROM made
+  )
+  SELECT ord, id AS pet_id, NULL::text AS fingerprint FROM made
+  UNION ALL
+  SELECT ord, pet_id, fingerprint FROM found`;
+
+/** After a lost answer, under the lock: void the token if absent, then read it. */
+const VOID_TOKEN = `INSERT INTO ${KEYS_TABLE} (scope, key, fingerprint, created_at_ms, pet_id)
+  VALUES ('${TOKEN_SCOPE}', $1, '${VOID}', $2, 0) ON CONFLICT (scope, key) DO NOTHING`;
+const READ_TOKEN = `SELECT fingerprint FROM ${KEYS_TABLE} WHERE scope = '${TOKEN_SCOPE}' AND key = $1`;
+const LOCK = `SELECT pg_advisory_xact_lock(${ORDER_LOCK})`;
+
+/** What one create came to in its batch. */
+export type BatchResult =
+  /** A pet was made with this id (and the key claimed, if any). */
+  | { readonly kind: 'made'; readonly id: number }
+  /** The key was live already: its pet and fingerprint. */
+  | { readonly kind: 'found'; readonly id: number; readonly fingerprint: string }
+  /** Nothing was made: the key was committed by another process meanwhile (read it again). */
+  | { readonly kind: 'none' };
+
+interface Pending {
+  readonly input: NewPet;
+  readonly idem: IdempotencyKey | undefined;
+  readonly resolve: (r: BatchResult) => void;
+  readonly reject: (err: unknown) => void;
+  /** Sent again once after its batch was found not committed. */
+  retried: boolean;
+}
+
+export interface GroupCommitOptions {
+  readonly clock: Clock;
+  readonly retentionMs: number;
+  readonly logger: Logger;
+}
+
+export class GroupCommit {
+  readonly #pool: Pool;
+  readonly #opts: GroupCommitOptions;
+  #waiting: Pending[] = [];
+  #inFlight = 0;
+  #scheduled = false;
+  /** Statements sent, creates in them; lost answers found out, and left unknown. */
+  readonly stats = { batches: 0, creates: 0, resolved: 0, unknown: 0 };
+
+  constructor(pool: Pool, opts: GroupCommitOptions) {
+    this.#pool = pool;
+    this.#opts = opts;
+  }
+
+  submit(input: NewPet, idem?: IdempotencyKey): Promise<BatchResult> {
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ input, idem, resolve, reject, retried: false });
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#inFlight >= MAX_BATCHES_IN_FLIGHT || this.#waiting.length === 0) return;
+    this.#scheduled = true;
+    // Every create that arrives in this turn of the loop joins the batch.
+    setImmediate(() => {
+      this.#scheduled = false;
+      while (this.#inFlight < MAX_BATCHES_IN_FLIGHT && this.#waiting.length > 0) {
+        const batch = this.#waiting.length <= MAX_BATCH ? this.#waiting : this.#waiting.slice(0, MAX_BATCH);
+        this.#waiting = this.#waiting.length <= MAX_BATCH ? [] : this.#waiting.slice(MAX_BATCH);
+        this.#inFlight++;
+        void this.#send(batch).finally(() => {
+          this.#inFlight--;
+          this.#schedule();
+        });
+      }
+    });
+  }
+
+  async #send(batch: Pending[]): Promise<void> {
+    const now = this.#opts.clock.now();
+    const token = `batch:${randomBytes(16).toString('hex')}`;
+    this.stats.batches++;
+    this.stats.creates += batch.length;
+    let rows: SqlRow[];
+    try {
+      const input = batch.map((p, i) => ({
+        ord: i + 1, name: p.input.name, category_id: p.input.categoryId, status: p.input.status ?? null,
+        scope: p.idem?.scope ?? null, key: p.idem?.key ?? null, fingerprint: p.idem?.fingerprint ?? null,
+      }));
+      rows = await this.#pool.query(BATCH, [
+        JSON.stringify(input),
+        now,
+        now - this.#opts.retentionMs,
+        token,
+      ]);
+    } catch (err) {
+      if (!(err instanceof StoreUnreachableError) || neverSent(err)) {
+        for (const p of batch) p.reject(err);
+        return;
+      }
+      await this.#findOut(batch, token, now, err);
+      return;
+    }
+    const byOrd = new Map<number, SqlRow>();
+    for (const row of rows) byOrd.set(Number(row.ord), row);
+    batch.forEach((p, i) => p.resolve(result(byOrd.get(i + 1))));
+  }
+
+  /**
+   * The answer to the batch was lost: find out under the lock whether it committed. The
+   * creates it made are answered with their pets; if it did not commit (and now never
+   * will), its creates are sent once more; if we cannot find out, their fate is unknown.
+   */
+  async #findOut(batch: Pending[], token: string, now: number, lost: unknown): Promise<void> {
+    let written: string | undefined;
+    try {
+      written = await this.#pool.transaction(async (tx) => {
+        await tx.unsafe(LOCK);
+        await tx.unsafe(VOID_TOKEN, [token, now], { prepare: true });
+        return (await tx.unsafe(READ_TOKEN, [token], { prepare: true }))[0]?.fingerprint as string | undefined;
+      });
+    } catch (err) {
+      this.stats.unknown += batch.length;
+      this.#opts.logger.log('error', 'creates of unknown outcome: the connection was lost after they were sent, and the database could not be asked', {
+        creates: batch.length, keyed: batch.filter((p) => p.idem !== undefined).length, err: describeError(lost), lookup: describeError(err),
+      });
+      const unknown = new CreateOutcomeUnknownError(`the outcome of the create is unknown: ${describeError(lost)}`);
+      for (const p of batch) p.reject(unknown);
+      return;
+    }
+    this.stats.resolved += batch.length;
+    if (written === undefined || written === VOID) {
+      // Not committed, and now it never will be: nothing was made; send them once more.
+      for (const p of batch) {
+        if (p.retried) {
+          p.reject(lost);
+        } else {
+          p.retried = true;
+          this.#waiting.push(p);
+        }
+      }
+      this.#schedule();
+      return;
+    }
+    const made = new Map<number, number>();
+    for (const pair of written === '' ? [] : written.split(',')) {
+      const [ord, id] = pair.split(':');
+      made.set(Number(ord), Number(id));
+    }
+    const again: Pending[] = [];
+    batch.forEach((p, i) => {
+      const id = made.get(i + 1);
+      if (id !== undefined) p.resolve({ kind: 'made', id });
+      // A replay or a key taken meanwhile: no write was lost; ask again.
+      else again.push(p);
+    });
+    for (const p of again) this.#waiting.push(p);
+    this.#schedule();
+  }
+}
+
+/** A failure before the statement could have reached the server: nothing was sent. */
+function neverSent(err: StoreUnreachableError): boolean {
+  return /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|CONNECT_TIMEOUT|EHOSTUNREACH|ENETUNREACH|the store is closed/.test(err.message);
+}
+
+function result(row: SqlRow | undefined): BatchResult {
+  if (row === undefined) return { kind: 'none' };
+  if (row.fingerprint === null) return { kind: 'made', id: Number(row.pet_id) };
+  return { kind: 'found', id: Number(row.pet_id), fingerprint: row.fingerprint as string };
+}
