@@ -101,10 +101,14 @@ export class KeyTable {
     this.sweep(now, 2);
   }
 
-  /** A key read from disk: kept only while it is live. */
+  /**
+   * A key read from disk: kept only while it is live. A key stamped later than `now` was
+   * made while the service clock was moved ahead (POST /__admin/clock), an offset a restart
+   * does not keep: it counts as made now, so it lives one retention, not years.
+   */
   load(record: KeyRecord, id: number, now: number): void {
     if (record.at + this.retentionMs <= now) return;
-    this.add(this.slot(record.scope, record.key), id, record.at, now);
+    this.add(this.slot(record.scope, record.key), id, Math.min(record.at, now), now);
   }
 
   /**
