@@ -8,3 +8,5 @@ export { ADMIN_MAX_BODY_BYTES, ADMIN_ROUTES, parseSeedPets } from './admin-route
 export type { AdminContext, AdminControl, AdminRoute } from './admin-routes.js';
 export { Faults, faultError } from './faults.js';
 export type { Fault, FaultSpec } from './faults.js';
+export { ANY_OPERATION, CONNECTION_FAULTS, MAX_FAULT_COUNT, MAX_FAULT_DELAY_MS, parseFault, seededRandom } from './faults.js';
+export type { ConnectionFault, DelayRange, FaultHit, FaultListing, SavedFault } from './faults.js';
