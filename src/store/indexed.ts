@@ -103,7 +103,7 @@ export abstract class IndexedStore implements LocalPetStore, SnapshotStore {
    */
   async restoreSnapshot(snapshot: StoreSnapshot, alongside?: () => void): Promise<void> {
     const s = snapshot as LocalSnapshot;
-    if (!Array.isArray(s.petList)) throw new TypeError('not a snapshot of this kind of store');
+    if (s.state === undefined || !Array.isArray(s.keys)) throw new TypeError('not a snapshot of this kind of store');
     const arrays = await copyForRestore(s);
     await this.commitRestore(s, () => {
       // First, so that a clock put back with it dates the keys.

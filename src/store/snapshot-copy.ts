@@ -1,15 +1,12 @@
 // The copying behind named snapshots (admin API): a store's state taken by reference at one
-// moment (PetIndex.state(), KeyTable.walk()) and copied in chunks that give the event loop
-// back in between, so that a snapshot of a million pets never holds requests up for long.
+// moment (PetIndex.state(), KeyTable.walk()), its keys copied in chunks that give the event
+// loop back in between, so that a snapshot of a million pets never holds requests up for long.
 import type { Pet, PetStatus } from '../core/index.js';
 import type { StoreSnapshot } from './contract.js';
 import type { KeyTable, LiveKey } from './idempotency.js';
 import type { IndexState } from './pet-index.js';
 
-/**
- * Elements copied between yields. Measured (test/store/snapshot.test.ts) at well under a
- * millisecond per chunk on a busy two-core machine.
- */
+/** Idempotency keys copied between yields (a few ms of work at most). */
 export const COPY_CHUNK = 32_768;
 
 /** Gives the event loop one turn (timers, I/O) before going on. */
@@ -17,24 +14,16 @@ export function yieldToLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-/** A copy of the first `count` elements of `from`, made COPY_CHUNK at a time. */
-export async function copyPrefix<T>(from: ReadonlyArray<T>, count: number): Promise<T[]> {
-  const out: T[] = [];
-  for (let start = 0; start < count; start += COPY_CHUNK) {
-    if (start > 0) await yieldToLoop();
-    const end = Math.min(count, start + COPY_CHUNK);
-    for (let i = start; i < end; i++) out.push(from[i] as T);
-  }
-  return out;
-}
-
 /** A saved key: its slot in the table, its pet, and how old it was when saved. */
 export type SavedKey = readonly [slot: string, id: number, ageMs: number];
 
-/** What a local store's snapshot holds (StoreSnapshot, opened). */
+/**
+ * What a local store's snapshot holds (StoreSnapshot, opened): the index's arrays by
+ * reference with their lengths then (nothing is copied: pets are immutable and those arrays
+ * only grow, so the prefixes never change), and a copy of the live keys.
+ */
 export interface LocalSnapshot extends StoreSnapshot {
-  readonly petList: readonly Pet[];
-  readonly byStatus: Readonly<Record<PetStatus, readonly number[]>>;
+  readonly state: IndexState;
   readonly keys: readonly SavedKey[];
 }
 
@@ -44,19 +33,14 @@ const SLOT_BYTES = 8;
 const KEY_BYTES = 64;
 
 /**
- * Copies `state` and the live keys of `table` (those of pets below state.nextId and younger
- * than the retention at `now`) in chunks. Everything is read from references taken before
- * the first yield, so the copy is the state at the call, whatever happens meanwhile.
+ * The index's state (by reference) and a copy of the live keys of `table` (those of pets
+ * below state.nextId and younger than the retention at `now`), walked in chunks. The keys'
+ * iterator is taken before the first yield, so the copy is the state at the call, whatever
+ * happens meanwhile.
  */
 export async function copyState(state: IndexState, table: KeyTable, now: number): Promise<LocalSnapshot> {
   const entries = table.walk();
   const retention = table.retentionMs;
-  const petList = await copyPrefix(state.pets, state.count);
-  const byStatus = {
-    available: await copyPrefix(state.byStatus.available.positions, state.byStatus.available.count),
-    pending: await copyPrefix(state.byStatus.pending.positions, state.byStatus.pending.count),
-    sold: await copyPrefix(state.byStatus.sold.positions, state.byStatus.sold.count),
-  };
   const keys: SavedKey[] = [];
   let keyChars = 0;
   let n = 0;
@@ -66,28 +50,32 @@ export async function copyState(state: IndexState, table: KeyTable, now: number)
     keys.push([slot, key.id, now - key.at]);
     keyChars += slot.length;
   }
-  const statusCount = byStatus.available.length + byStatus.pending.length + byStatus.sold.length;
+  const b = state.byStatus;
+  const slots = state.count + b.available.count + b.pending.count + b.sold.count;
   return {
-    pets: petList.length,
+    pets: state.count,
     nextId: state.nextId,
     idempotencyKeys: keys.length,
-    bytes: (petList.length + statusCount) * SLOT_BYTES + keys.length * KEY_BYTES + keyChars * 2,
-    petList,
-    byStatus,
+    bytes: slots * SLOT_BYTES + keys.length * KEY_BYTES + keyChars * 2,
+    state,
     keys,
   };
 }
 
-/** Fresh arrays of a snapshot for the index to own (it appends to them), copied in chunks. */
+/**
+ * Fresh arrays of a snapshot for the index to own (it appends to them): one slice per array
+ * (a block copy, a few ms for a million pets), with a turn of the event loop between them.
+ */
 export async function copyForRestore(s: LocalSnapshot): Promise<{ pets: Pet[]; byStatus: Record<PetStatus, number[]> }> {
-  return {
-    pets: await copyPrefix(s.petList, s.petList.length),
-    byStatus: {
-      available: await copyPrefix(s.byStatus.available, s.byStatus.available.length),
-      pending: await copyPrefix(s.byStatus.pending, s.byStatus.pending.length),
-      sold: await copyPrefix(s.byStatus.sold, s.byStatus.sold.length),
-    },
-  };
+  const { state } = s;
+  const pets = state.pets.slice(0, state.count) as Pet[];
+  await yieldToLoop();
+  const available = state.byStatus.available.positions.slice(0, state.byStatus.available.count);
+  await yieldToLoop();
+  const pending = state.byStatus.pending.positions.slice(0, state.byStatus.pending.count);
+  await yieldToLoop();
+  const sold = state.byStatus.sold.positions.slice(0, state.byStatus.sold.count);
+  return { pets, byStatus: { available, pending, sold } };
 }
 
 /** The saved keys as live entries at `now`: each as old as it was when saved. */

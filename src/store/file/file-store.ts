@@ -324,7 +324,7 @@ export class FileStore extends IndexedStore {
       emptied = true;
       const s = task.snapshot;
       const now = this.clock.now();
-      const view: IndexView = { pets: s.petList, count: s.petList.length, nextId: s.nextId };
+      const view: IndexView = { pets: s.state.pets, count: s.state.count, nextId: s.nextId };
       this.#snapshotBytes = await writeSnapshot(this.#paths, view, this.keys.cursorOf(liveKeys(s.keys, now), now), this.#beforeIo, this.#logger, this.#stillOurs);
       this.#resetSinceSnapshot = false;
     } catch (err) {
