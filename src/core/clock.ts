@@ -103,6 +103,20 @@ export class ManualClock extends ServiceClock {
     this.#standing = standing;
   }
 
+  /**
+   * Moves the clock by `ms`. Forward, it adds to the offset, as any advance does; backward (a
+   * test of a clock that goes back), it moves the standing start instead, so that the offset
+   * stays what the service moved forward.
+   */
+  override advance(ms: number): void {
+    if (ms < 0) {
+      this.#standing.wall += ms;
+      this.#standing.mono += ms;
+      return;
+    }
+    super.advance(ms);
+  }
+
   /** Move only the wall clock, not the offset (to test that intervals ignore a wall step). */
   jumpWall(ms: number): void {
     this.#standing.wall += ms;

@@ -72,6 +72,17 @@ test('a ManualClock stands still at its start; every advance is its offset; rese
   assert.equal(clock.monotonic(), 0);
 });
 
+test('a ManualClock may be moved back (a clock step test): its start moves, its offset stays', () => {
+  const clock = new ManualClock(10_000);
+  clock.advance(5000);
+  clock.advance(-2000);
+  assert.equal(clock.now(), 13_000);
+  assert.equal(clock.monotonic(), 3000);
+  assert.equal(clock.offsetMs, 5000);
+  clock.reset();
+  assert.equal(clock.now(), 8000);
+});
+
 test('serviceClock keeps a service clock given, wraps any other clock, and defaults to real time', () => {
   const manual = new ManualClock();
   assert.equal(serviceClock(manual), manual);
