@@ -1,42 +1,139 @@
-// Injected faults, for harnesses that test their own client's retries: the next `count`
-// requests of one operation answer 429 or 503 (Error body, Retry-After), or wait first. Set
-// and cleared through POST/DELETE /__admin/faults; a reset clears them too.
+// Injected faults, for harnesses that test their own client's retries. A fault names one
+// operation (or "*", every /v1 operation) and does one or two things to the requests it
+// catches: wait (delayMs, fixed or a uniform range), then either answer 429 or 503 (Error
+// body, Retry-After, nothing done) or break the connection (kind: reset, empty, truncated;
+// the request is handled first, so a create is stored). It catches the next `count`
+// requests, or each one with a `probability`, drawn from a seeded generator so that a run
+// can be repeated. Set, listed and cleared through /__admin/faults; a reset clears them too.
+//
+// This module decides; the HTTP layer executes: take() says what to do to one request.
 import { ApiError } from '../core/index.js';
 
-export interface FaultSpec {
-  readonly operation: string;
-  /** Answer this instead (nothing is done), or undefined to wait delayMs and then go on. */
-  readonly status: 429 | 503 | undefined;
-  readonly delayMs: number | undefined;
-  /** Retry-After of a faulted answer, in seconds. */
-  readonly retryAfter: number;
-  readonly count: number;
+/** What a connection fault does instead of a whole answer. */
+export const CONNECTION_FAULTS = ['reset', 'empty', 'truncated'] as const;
+export type ConnectionFault = (typeof CONNECTION_FAULTS)[number];
+
+export interface DelayRange {
+  readonly min: number;
+  readonly max: number;
 }
 
+/** A validated POST /__admin/faults body. */
+export interface FaultSpec {
+  /** An operationId, or "*" for every /v1 operation. */
+  readonly operation: string;
+  /** Answer this instead (nothing is done); undefined when the fault does not answer. */
+  readonly status: 429 | 503 | undefined;
+  /** Break the connection after handling the request; undefined when it does not. */
+  readonly kind: ConnectionFault | undefined;
+  /** Wait first: a fixed time (min = max) or a uniform range; undefined for no wait. */
+  readonly delay: DelayRange | undefined;
+  /** Retry-After of a status answer, in seconds. */
+  readonly retryAfter: number;
+  /** Requests to catch, one after another (when probability is undefined). */
+  readonly count: number | undefined;
+  /** Chance that each matching request is caught, 0 < p <= 1, until cleared. */
+  readonly probability: number | undefined;
+  /** Seed of the generator behind probability and delay ranges; drawn at random when absent. */
+  readonly seed: number | undefined;
+}
+
+/** A fault as armed: its spec with the seed in use, and what is left of it. */
 export interface Fault extends FaultSpec {
-  /** Requests still to fault. */
-  remaining: number;
+  readonly seed: number;
+  /** Requests still to catch (count faults); undefined for probability faults. */
+  remaining: number | undefined;
+  /** Requests caught so far. */
+  fired: number;
+  /** Values drawn from its generator so far (a snapshot replays them). */
+  draws: number;
+  /** The next value in [0, 1) of this fault's generator. */
+  readonly random: () => number;
+}
+
+/** What to do to one request a fault caught. */
+export interface FaultHit {
+  /** The fault's operation ("*" or an operationId). */
+  readonly operation: string;
+  /** Wait this long first (ms; 0 for no wait). */
+  readonly delayMs: number;
+  /** Then answer this status instead of handling the request... */
+  readonly status: 429 | 503 | undefined;
+  readonly retryAfter: number;
+  /** ...or handle it, then break the connection this way. */
+  readonly kind: ConnectionFault | undefined;
+}
+
+/** One armed fault as GET /__admin/faults shows it. */
+export interface FaultListing {
+  operation: string;
+  status?: 429 | 503;
+  retryAfter?: number;
+  kind?: ConnectionFault;
+  delayMs?: number | DelayRange;
+  /** Count faults: requests still to catch. */
+  remaining?: number;
+  /** Probability faults: the chance and the seed in use (give it back to repeat the run). */
+  probability?: number;
+  seed?: number;
+  fired: number;
 }
 
 export const MAX_FAULT_DELAY_MS = 30_000;
 export const MAX_FAULT_COUNT = 1_000_000;
 const MAX_RETRY_AFTER = 3600;
-const FIELDS = new Set(['operation', 'status', 'delayMs', 'count', 'retryAfter']);
+const MAX_SEED = 0xffff_ffff;
+const FIELDS = new Set(['operation', 'status', 'kind', 'delayMs', 'count', 'probability', 'seed', 'retryAfter']);
+/** Every /v1 operation. */
+export const ANY_OPERATION = '*';
+
+/**
+ * mulberry32: a small, fast 32-bit generator, plenty for spreading faults (not for secrets).
+ * The same seed gives the same sequence on every run and every platform.
+ */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
 
 /** The faults of one service instance, by operation (a new one replaces the one before). */
 export class Faults {
   readonly #byOperation = new Map<string, Fault>();
   /**
-   * Operations with a fault armed: the request pipeline checks this one field and looks no
-   * further while it is 0, so faults cost nothing when none is set.
+   * Faults armed: the request pipeline checks this one field and looks no further while it
+   * is 0, so faults cost nothing when none is set.
    */
   armed = 0;
-  /** The waits of delayMs faults under way, each its own end: stop() ends them at once. */
+  /** The waits of delay faults under way, each its own end: stop() ends them at once. */
   readonly #waits = new Set<() => void>();
   #stopped = false;
 
-  set(spec: FaultSpec): void {
-    this.#byOperation.set(spec.operation, { ...spec, remaining: spec.count });
+  /** Arms a fault (replacing the one of its operation); returns it as armed, seed chosen. */
+  set(spec: FaultSpec): FaultSpec {
+    const seed = spec.seed ?? Math.floor(Math.random() * (MAX_SEED + 1));
+    const armed: FaultSpec = { ...spec, seed };
+    this.#arm(armed, spec.count, 0);
+    return armed;
+  }
+
+  #arm(spec: FaultSpec, remaining: number | undefined, fired: number, draws = 0): void {
+    const seed = spec.seed ?? 0;
+    const next = seededRandom(seed);
+    for (let i = 0; i < draws; i++) next();
+    const fault: Fault = {
+      ...spec, seed, remaining: spec.probability === undefined ? remaining : undefined, fired, draws,
+      random: () => {
+        fault.draws++;
+        return next();
+      },
+    };
+    this.#byOperation.set(spec.operation, fault);
     this.armed = this.#byOperation.size;
   }
 
@@ -45,19 +142,44 @@ export class Faults {
     this.armed = 0;
   }
 
-  /** The fault for this request of `operation`, counted as used; undefined when none. */
-  take(operation: string): Fault | undefined {
-    const fault = this.#byOperation.get(operation);
+  /**
+   * What to do to this request of `operation`, or undefined: the operation's own fault if it
+   * catches the request, else the "*" fault if that one does. A caught request uses up one of
+   * a count fault.
+   */
+  take(operation: string): FaultHit | undefined {
+    return this.#try(this.#byOperation.get(operation)) ?? this.#try(this.#byOperation.get(ANY_OPERATION));
+  }
+
+  #try(fault: Fault | undefined): FaultHit | undefined {
     if (fault === undefined) return undefined;
+    if (fault.probability !== undefined) {
+      if (fault.random() >= fault.probability) return undefined;
+    } else {
+      this.consume(fault.operation);
+      this.used(fault.operation);
+    }
+    fault.fired++;
+    const delay = fault.delay;
+    const delayMs = delay === undefined ? 0 : delay.min === delay.max ? delay.min : delay.min + Math.floor(fault.random() * (delay.max - delay.min + 1));
+    return { operation: fault.operation, delayMs, status: fault.status, retryAfter: fault.retryAfter, kind: fault.kind };
+  }
+
+  /** Uses up one request of the count fault of `operation` (caught here, or by another worker). */
+  consume(operation: string): void {
+    const fault = this.#byOperation.get(operation);
+    if (fault?.remaining === undefined) return;
     if (--fault.remaining <= 0) {
       this.#byOperation.delete(operation);
       this.armed = this.#byOperation.size;
     }
-    return fault;
   }
 
+  /** Called when this instance caught a request with a count fault (workers tell the others). */
+  protected used(_operation: string): void {}
+
   /**
-   * The wait of a delayMs fault: resolves after `ms`, or at once once the service is stopping
+   * The wait of a delay fault: resolves after `ms`, or at once once the service is stopping
    * (stop()), so that an injected delay never holds a stop past its grace period.
    */
   wait(ms: number): Promise<void> {
@@ -79,17 +201,59 @@ export class Faults {
     for (const end of [...this.#waits]) end();
   }
 
-  list(): Array<{ operation: string; status?: number; delayMs?: number; retryAfter?: number; remaining: number }> {
-    return [...this.#byOperation.values()].map((f) => ({
-      operation: f.operation,
-      ...(f.status === undefined ? { delayMs: f.delayMs } : { status: f.status, retryAfter: f.retryAfter }),
-      remaining: f.remaining,
-    }));
+  /** Every armed fault with what is left of it, in the order they were set. */
+  list(): FaultListing[] {
+    return [...this.#byOperation.values()].map((f) => {
+      const out: FaultListing = { operation: f.operation, fired: f.fired };
+      if (f.status !== undefined) {
+        out.status = f.status;
+        out.retryAfter = f.retryAfter;
+      }
+      if (f.kind !== undefined) out.kind = f.kind;
+      if (f.delay !== undefined) out.delayMs = f.delay.min === f.delay.max ? f.delay.min : { min: f.delay.min, max: f.delay.max };
+      if (f.probability === undefined) out.remaining = f.remaining;
+      else {
+        out.probability = f.probability;
+        out.seed = f.seed;
+      }
+      return out;
+    });
+  }
+
+  /**
+   * The armed faults as a snapshot keeps them: each spec with its seed, what is left, and how
+   * far its generator has gone (fired and draws are replayed on restore, so a restored fault
+   * goes on with the same sequence).
+   */
+  save(): SavedFault[] {
+    return [...this.#byOperation.values()].map((f) => ({ spec: specOf(f), remaining: f.remaining, fired: f.fired, draws: f.draws }));
+  }
+
+  /** Puts back faults saved by save(), replacing every armed one. */
+  load(saved: readonly SavedFault[]): void {
+    this.clear();
+    for (const s of saved) this.#arm(s.spec, s.remaining, s.fired, s.draws);
   }
 }
 
+/** A fault in a snapshot. */
+export interface SavedFault {
+  readonly spec: FaultSpec;
+  readonly remaining: number | undefined;
+  readonly fired: number;
+  /** Values drawn from its generator so far. */
+  readonly draws: number;
+}
+
+function specOf(f: Fault): FaultSpec {
+  return {
+    operation: f.operation, status: f.status, kind: f.kind, delay: f.delay, retryAfter: f.retryAfter,
+    count: f.count, probability: f.probability, seed: f.seed,
+  };
+}
+
 /** The answer of a request a status fault catches: the Error body a real 429 or 503 would have. */
-export function faultError(fault: Fault): ApiError {
+export function faultError(fault: { readonly status: 429 | 503 | undefined; readonly retryAfter: number }): ApiError {
   const retryAfter = String(fault.retryAfter);
   return fault.status === 429
     ? new ApiError('rate_limited', `Rate limit exceeded; retry after ${retryAfter} s. (fault injected through /__admin/faults)`, { 'Retry-After': retryAfter, 'X-RateLimit-Remaining': '0' })
@@ -99,32 +263,70 @@ export function faultError(fault: Fault): ApiError {
 /** Validates a POST /__admin/faults body; every problem named at once. */
 export function parseFault(body: unknown, operations: readonly string[]): FaultSpec | ApiError {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    return new ApiError('invalid_request', 'The body must be a JSON object {"operation", "status" or "delayMs", "count"}.');
+    return new ApiError('invalid_request', 'The body must be a JSON object {"operation", and "status", "kind" or "delayMs"}.');
   }
   const raw = body as Record<string, unknown>;
   const problems: string[] = [];
   for (const k of Object.keys(raw)) if (!FIELDS.has(k)) problems.push(`${JSON.stringify(k)} is not a known field`);
   const operation = raw.operation;
-  if (typeof operation !== 'string' || !operations.includes(operation)) {
-    problems.push(`operation must be one of ${operations.join(', ')}`);
+  if (typeof operation !== 'string' || !(operation === ANY_OPERATION || operations.includes(operation))) {
+    problems.push(`operation must be one of ${operations.join(', ')} or "*" (every operation)`);
   }
-  const hasStatus = raw.status !== undefined;
-  const hasDelay = raw.delayMs !== undefined;
-  if (hasStatus === hasDelay) problems.push('give exactly one of status (429 or 503) or delayMs');
-  if (hasStatus && raw.status !== 429 && raw.status !== 503) problems.push('status must be 429 or 503');
-  if (hasDelay && !isIntIn(raw.delayMs, 0, MAX_FAULT_DELAY_MS)) problems.push(`delayMs must be an integer from 0 to ${MAX_FAULT_DELAY_MS}`);
-  const count = raw.count ?? 1;
-  if (!isIntIn(count, 1, MAX_FAULT_COUNT)) problems.push(`count must be an integer from 1 to ${MAX_FAULT_COUNT}`);
+  const has = (k: string): boolean => raw[k] !== undefined;
+  if (!has('status') && !has('kind') && !has('delayMs')) problems.push('give status (429 or 503), kind (reset, empty or truncated) or delayMs');
+  if (has('status') && has('kind')) problems.push('give status or kind, not both');
+  if (has('status') && raw.status !== 429 && raw.status !== 503) problems.push('status must be 429 or 503');
+  if (has('kind') && !(CONNECTION_FAULTS as readonly unknown[]).includes(raw.kind)) problems.push(`kind must be one of ${CONNECTION_FAULTS.join(', ')}`);
+  const delay = has('delayMs') ? parseDelay(raw.delayMs, problems) : undefined;
+  if (has('count') && has('probability')) problems.push('give count or probability, not both');
+  const count = raw.count ?? (has('probability') ? undefined : 1);
+  if (count !== undefined && !isIntIn(count, 1, MAX_FAULT_COUNT)) problems.push(`count must be an integer from 1 to ${MAX_FAULT_COUNT}`);
+  const probability = raw.probability;
+  if (has('probability') && !(typeof probability === 'number' && probability > 0 && probability <= 1)) {
+    problems.push('probability must be a number above 0 and at most 1');
+  }
+  if (has('seed') && !has('probability') && !(delay !== undefined && delay.min !== delay.max)) {
+    problems.push('seed goes with probability or a delayMs range');
+  }
+  if (has('seed') && !isIntIn(raw.seed, 0, MAX_SEED)) problems.push(`seed must be an integer from 0 to ${MAX_SEED}`);
+  if (has('retryAfter') && !has('status')) problems.push('retryAfter goes with status');
   const retryAfter = raw.retryAfter ?? 1;
   if (!isIntIn(retryAfter, 0, MAX_RETRY_AFTER)) problems.push(`retryAfter must be an integer from 0 to ${MAX_RETRY_AFTER} (seconds)`);
   if (problems.length > 0) return new ApiError('invalid_request', `Invalid fault: ${problems.join('; ')}.`);
   return {
     operation: operation as string,
-    status: hasStatus ? (raw.status as 429 | 503) : undefined,
-    delayMs: hasDelay ? (raw.delayMs as number) : undefined,
+    status: raw.status as 429 | 503 | undefined,
+    kind: raw.kind as ConnectionFault | undefined,
+    delay,
     retryAfter: retryAfter as number,
-    count: count as number,
+    count: count as number | undefined,
+    probability: probability as number | undefined,
+    seed: raw.seed as number | undefined,
   };
+}
+
+function parseDelay(value: unknown, problems: string[]): DelayRange | undefined {
+  const bound = `an integer from 0 to ${MAX_FAULT_DELAY_MS}`;
+  if (typeof value === 'number') {
+    if (isIntIn(value, 0, MAX_FAULT_DELAY_MS)) return { min: value, max: value };
+    problems.push(`delayMs must be ${bound} or {"min", "max"}`);
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    problems.push(`delayMs must be ${bound} or {"min", "max"}`);
+    return undefined;
+  }
+  const range = value as Record<string, unknown>;
+  const before = problems.length;
+  for (const k of Object.keys(range)) if (k !== 'min' && k !== 'max') problems.push(`delayMs.${k} is not a known field (min, max)`);
+  if (!isIntIn(range.min, 0, MAX_FAULT_DELAY_MS)) problems.push(`delayMs.min must be ${bound}`);
+  if (!isIntIn(range.max, 0, MAX_FAULT_DELAY_MS)) problems.push(`delayMs.max must be ${bound}`);
+  if (problems.length > before) return undefined;
+  if ((range.min as number) > (range.max as number)) {
+    problems.push('delayMs.min must not be above delayMs.max');
+    return undefined;
+  }
+  return { min: range.min as number, max: range.max as number };
 }
 
 function isIntIn(v: unknown, min: number, max: number): v is number {

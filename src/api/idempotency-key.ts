@@ -66,6 +66,11 @@ function created(base: string, stored: StoredPet): Reply {
   return { status: 201, body: stored.json, headers: { location: `${base}/pets/${stored.pet.id}` } };
 }
 
+/** A replay says so (Idempotent-Replayed: true), so a harness can tell it from a first answer. */
+function replayed(base: string, stored: StoredPet): Reply {
+  return { status: 201, body: stored.json, headers: { location: `${base}/pets/${stored.pet.id}`, 'idempotent-replayed': 'true' } };
+}
+
 /** POST /pets with a key: the first create, its replay, or the 409/422 of the draft. */
 export async function createOnce(
   store: PetStore, pet: Parameters<PetStore['create']>[0], key: string, scope: string, base: string,
@@ -74,9 +79,10 @@ export async function createOnce(
   const outcome: CreateOutcome = await store.createIdempotent(pet, { scope, key, fingerprint: newPetFingerprint(pet) });
   switch (outcome.kind) {
     case 'created':
+      return created(base, outcome.stored);
     case 'replayed':
       // The pet as created: the same body, and the same Location for the same base URL.
-      return created(base, outcome.stored);
+      return replayed(base, outcome.stored);
     case 'mismatch':
       return REUSED;
     case 'in_flight':

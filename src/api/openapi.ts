@@ -81,9 +81,12 @@ function headerRefs(names: readonly string[]): Json {
   return Object.fromEntries([...new Set([...COMMON_HEADERS, ...names])].map((h) => [h, { $ref: `#/components/headers/${h}` }]));
 }
 
+/** Codes only the admin API answers (not under /v1): never examples of a /v1 response. */
+const ADMIN_ONLY_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['conflict']);
+
 /** The registry's codes answered with `status`: the examples of that Error response. */
 function codesOf(status: string): ErrorCode[] {
-  return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => String(ERROR_CODES[code].status) === status);
+  return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => String(ERROR_CODES[code].status) === status && !ADMIN_ONLY_CODES.has(code));
 }
 
 function errorResponse(status: string, description: string, extra: readonly string[], head: boolean): Json {

@@ -41,7 +41,11 @@ export interface Config {
   /** GET /metrics answers (Prometheus text format); otherwise it is an unknown path. */
   readonly metrics: boolean;
   /** The key that opens /__admin (its digest); undefined: those paths do not exist. */
-  readonly admin: { readonly digest: string } | undefined;
+  readonly admin: {
+    readonly digest: string;
+    /** Requests the journal keeps (GET /__admin/requests), 0..100,000; 0: no journal. Default 1,000. */
+    readonly journal: number;
+  } | undefined;
   /** redis:// URL of the shared rate-limit state (docs/scaling.md); undefined: limits in process. */
   readonly limits: string | undefined;
   /** Processes sharing the port (node:cluster); 1: one process, as without the field. */

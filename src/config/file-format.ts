@@ -117,5 +117,8 @@ export interface PetstoreConfig {
    * The key that opens `/__admin/reset`, `/seed` and `/faults` (docs/operating.md, Admin endpoints), in
    * clear or as its hex SHA-256; not one of `keys`. Default: none, those paths do not exist.
    */
-  admin?: { key: string; sha256?: never } | { sha256: string; key?: never };
+  admin?: ({ key: string; sha256?: never } | { sha256: string; key?: never }) & {
+    /** Requests kept by the request journal (GET /__admin/requests), 0 (off) to 100000. Default `1000`. */
+    journal?: number;
+  };
 }

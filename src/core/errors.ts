@@ -6,6 +6,7 @@ export const ERROR_CODES = {
   unauthorized: { status: 401, summary: 'The API key is missing or invalid.' },
   not_found: { status: 404, summary: 'No such resource or path.' },
   request_timeout: { status: 408, summary: 'The request (headers or body) did not arrive in time.' },
+  conflict: { status: 409, summary: 'The request conflicts with the current state (for example a 17th snapshot name while 16 are kept); change that state first.' },
   idempotency_key_in_use: { status: 409, summary: 'A request with this Idempotency-Key is still being processed; retry once it has been answered.' },
   method_not_allowed: { status: 405, summary: 'The path exists but not with this method; see the Allow header.' },
   expectation_failed: { status: 417, summary: 'The request has an Expect header other than 100-continue.' },

@@ -9,7 +9,7 @@ export { ApiError, ERROR_CODES, errorBody } from './errors.js';
 export type { ErrorCode } from './errors.js';
 export { StartError, asStartError } from './start-error.js';
 export type { StartErrorKind } from './start-error.js';
-export { ManualClock, systemClock } from './clock.js';
+export { MAX_CLOCK_ADVANCE_MS, MAX_CLOCK_OFFSET_MS, ManualClock, ServiceClock, serviceClock, systemClock } from './clock.js';
 export { batchingSink, functionLogger, jsonLogger, silentLogger } from './log.js';
 export type { BatchingSink, LogSink } from './log.js';
 export { guardedWriter, safeStderr, safeStdout } from './stdio.js';

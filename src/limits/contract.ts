@@ -5,6 +5,7 @@
 // take() may answer with a value or a promise: the in-memory limiter answers at once, and the
 // request pipeline awaits only when it was handed a promise, so that path stays synchronous.
 import type { Limits } from '../core/index.js';
+import type { LimiterSnapshot } from './state.js';
 
 export interface BanPolicy {
   /** Refusals answered 'rate_limited' after the first one before a ban starts. */
@@ -44,4 +45,8 @@ export interface Limiter {
   flush(): Promise<void>;
   /** Stops background work and makes the state durable a last time. Idempotent. */
   close(): Promise<void>;
+  /** The exact state, for a named snapshot; absent where the state is not in this process (Redis). */
+  exportSnapshot?(): LimiterSnapshot;
+  /** Puts back a state exportSnapshot() gave, replacing the current one. */
+  importSnapshot?(snapshot: LimiterSnapshot): void;
 }

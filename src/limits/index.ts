@@ -6,3 +6,4 @@ export { MemoryLimiter } from './memory.js';
 export type { LimiterOptions } from './memory.js';
 export { RedisLimiter, RedisStartError, openRedisLimiter, openRedisLink, redisWhere } from './redis/index.js';
 export type { RedisLimiterOptions, RedisLink } from './redis/index.js';
+export type { LimiterSnapshot } from './state.js';

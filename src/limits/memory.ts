@@ -9,7 +9,7 @@ import type { BanPolicy, LimitOutcome, LimitResult, Limiter } from './contract.j
 import { PolicyCache, limitResult } from './headers.js';
 import type { PolicyStrings } from './headers.js';
 import { LIMITER_STATE_VERSION, loadLimiterState, startLimiterPersistence } from './state.js';
-import type { LimiterPersistence, LimiterPersistenceOptions, LimiterState, LimiterStateEntry } from './state.js';
+import type { LimiterPersistence, LimiterPersistenceOptions, LimiterSnapshot, LimiterState, LimiterStateEntry } from './state.js';
 
 export interface LimiterOptions {
   clock: Clock;
@@ -209,6 +209,33 @@ export class MemoryLimiter implements Limiter {
       e.bannedUntil = banLeft > 0 ? mono + banLeft : 0;
       const dup = this.#entries.get(s.id);
       if (dup !== undefined) this.#remove(dup);
+      this.#insert(e);
+    }
+  }
+
+  /** The exact state of every id, oldest first (see LimiterSnapshot). O(ids), synchronous. */
+  exportSnapshot(): LimiterSnapshot {
+    const mono = this.#clock.monotonic();
+    const entries: Array<LimiterSnapshot['entries'][number]> = [];
+    for (let e = this.#oldest; e !== undefined; e = e.next) {
+      entries.push({
+        id: e.id, perMinute: e.perMinute, perDay: e.perDay, minute: e.minute, day: e.day,
+        ageMs: mono - e.at, strikes: e.strikes, banLeftMs: e.bannedUntil > mono ? e.bannedUntil - mono : 0,
+      });
+    }
+    return { entries };
+  }
+
+  /** Replaces the state by one exportSnapshot() gave: each id exactly as it was then, LRU order kept. */
+  importSnapshot(snapshot: LimiterSnapshot): void {
+    const mono = this.#clock.monotonic();
+    this.reset();
+    for (const s of snapshot.entries) {
+      const e = new Entry(s.id, s, mono - s.ageMs);
+      e.minute = s.minute;
+      e.day = s.day;
+      e.strikes = s.strikes;
+      e.bannedUntil = s.banLeftMs > 0 ? mono + s.banLeftMs : 0;
       this.#insert(e);
     }
   }

@@ -34,6 +34,29 @@ export interface LimiterState {
 export const LIMITER_STATE_VERSION = 1;
 
 /**
+ * A limiter's exact state for a named snapshot (admin API), kept in memory only: every id's
+ * buckets as they are (not refilled), how long ago they were last brought up to date, the
+ * refusals counted and the ban time left. Restored, each id is exactly as it was when saved,
+ * whatever time passed in between.
+ */
+export interface LimiterSnapshot {
+  /** Oldest (least recently used) first. */
+  readonly entries: ReadonlyArray<{
+    readonly id: string;
+    readonly perMinute: number;
+    readonly perDay: number;
+    /** Bucket contents in token-milliseconds (the limiter's own unit). */
+    readonly minute: number;
+    readonly day: number;
+    /** Time since the buckets were last brought up to date, in ms. */
+    readonly ageMs: number;
+    readonly strikes: number;
+    /** Ban time left in ms, 0 when not banned. */
+    readonly banLeftMs: number;
+  }>;
+}
+
+/**
  * The largest limiter state file read. The service writes it itself, about 170 bytes per key
  * in use: a 16 MiB config holds up to some 700,000 short keys, whose state fits in this.
  */

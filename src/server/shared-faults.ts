@@ -1,9 +1,10 @@
 // Faults (POST /__admin/faults) with `--workers N`: set or cleared through one worker, armed
-// or cleared in all before the answer goes out; each faulted request, in whichever worker,
-// counts against the one `count` (the others are told, and take one too). Exact for requests
-// one after another (a harness's client retrying with backoff); requests arriving at two
-// workers within the same moment may both be faulted as the last one.
-import { Faults, type Fault, type FaultSpec } from '../api/index.js';
+// or cleared in all before the answer goes out, with the same seed, so that a probability
+// fault draws the same sequence in every worker; each request a count fault catches, in
+// whichever worker, uses up the one `count` (the others are told, and use one too). Exact for
+// requests one after another (a harness's client retrying with backoff); requests arriving at
+// two workers within the same moment may both be caught as the last one.
+import { Faults, type FaultSpec } from '../api/index.js';
 import type { Peers } from './peers.js';
 
 interface Change {
@@ -25,13 +26,15 @@ export class SharedFaults extends Faults {
       return true;
     });
     peers.onTold('fault-taken', (operation) => {
-      if (typeof operation === 'string') super.take(operation);
+      if (typeof operation === 'string') this.consume(operation);
     });
   }
 
-  override set(spec: FaultSpec): void {
-    super.set(spec);
-    this.#shared = this.#peers.ask('faults', { set: spec } satisfies Change);
+  override set(spec: FaultSpec): FaultSpec {
+    // The seed is drawn here, once, and sent: every worker then runs the same sequence.
+    const armed = super.set(spec);
+    this.#shared = this.#peers.ask('faults', { set: armed } satisfies Change);
+    return armed;
   }
 
   override clear(): void {
@@ -39,10 +42,8 @@ export class SharedFaults extends Faults {
     this.#shared = this.#peers.ask('faults', { clear: true } satisfies Change);
   }
 
-  override take(operation: string): Fault | undefined {
-    const fault = super.take(operation);
-    if (fault !== undefined) this.#peers.tell('fault-taken', operation);
-    return fault;
+  protected override used(operation: string): void {
+    this.#peers.tell('fault-taken', operation);
   }
 
   /** Resolves once every other worker has applied the last set or clear. */

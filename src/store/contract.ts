@@ -98,6 +98,41 @@ export interface LocalPetStore extends PetStore, PageVersion {
   list(q: ListQuery): StoredPet[];
 }
 
+/**
+ * A store's pets, next id and live idempotency keys at one moment (a named snapshot of the
+ * admin API). The pet objects are the store's own, shared (pets are immutable): a snapshot
+ * costs the arrays that point at them, about 8 bytes per pet plus 8 per pet with a status,
+ * and its keys. Opaque to everyone but the store that made it.
+ */
+export interface StoreSnapshot {
+  readonly pets: number;
+  readonly nextId: number;
+  readonly idempotencyKeys: number;
+  /** Estimated heap bytes the snapshot holds besides the shared pets. */
+  readonly bytes: number;
+}
+
+/** A store whose state can be saved and put back (the memory and file stores). */
+export interface SnapshotStore {
+  /**
+   * The state as it is when called (taken synchronously), copied in chunks that yield to the
+   * event loop: writes meanwhile do not show in it.
+   */
+  captureSnapshot(): Promise<StoreSnapshot>;
+  /**
+   * Puts a snapshot of this store back exactly (pets, next id, keys with the age they had);
+   * the file store makes it durable before resolving. Rejects as a write does (503).
+   * `alongside` runs in the same synchronous step as the swap, just before it (the rest of a
+   * service's state is put back there, so that no request sees half of it).
+   */
+  restoreSnapshot(snapshot: StoreSnapshot, alongside?: () => void): Promise<void>;
+}
+
+export function canSnapshot(store: PetStore): store is PetStore & SnapshotStore {
+  const s = store as Partial<SnapshotStore>;
+  return typeof s.captureSnapshot === 'function' && typeof s.restoreSnapshot === 'function';
+}
+
 export function hasPageVersion(store: PetStore): store is PetStore & PageVersion {
   const s = store as Partial<PageVersion>;
   return typeof s.generation === 'number' && typeof s.count === 'number';

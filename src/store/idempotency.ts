@@ -18,7 +18,7 @@ export function newPetFingerprint(pet: Readonly<NewPet>): string {
 }
 
 /** A live key in memory: which pet it made, and when (wall-clock ms). */
-interface LiveKey {
+export interface LiveKey {
   readonly id: number;
   readonly at: number;
 }
@@ -101,10 +101,14 @@ export class KeyTable {
     this.sweep(now, 2);
   }
 
-  /** A key read from disk: kept only while it is live. */
+  /**
+   * A key read from disk: kept only while it is live. A key stamped later than `now` was
+   * made while the service clock was moved ahead (POST /__admin/clock), an offset a restart
+   * does not keep: it counts as made now, so it lives one retention, not years.
+   */
   load(record: KeyRecord, id: number, now: number): void {
     if (record.at + this.retentionMs <= now) return;
-    this.add(this.slot(record.scope, record.key), id, record.at, now);
+    this.add(this.slot(record.scope, record.key), id, Math.min(record.at, now), now);
   }
 
   /**
@@ -128,6 +132,25 @@ export class KeyTable {
   /** The keys as they are now, for a snapshot of the pets as they are now (see KeyCursor). */
   cursor(now: number): KeyCursor {
     return new KeyCursor(this.#live.entries(), this.#scopes, this.retentionMs, now);
+  }
+
+  /** A cursor over saved entries (a restore being written to disk), in this table's slots. */
+  cursorOf(entries: ReadonlyArray<readonly [string, LiveKey]>, now: number): KeyCursor {
+    return new KeyCursor(entries[Symbol.iterator]() as IterableIterator<[string, LiveKey]>, this.#scopes, this.retentionMs, now);
+  }
+
+  /**
+   * The live entries as they are now, walked lazily (a snapshot copies them in chunks). The
+   * Map's iterator survives changes: entries added later have higher ids than the snapshot's
+   * next id (the caller skips them), and entries deleted meanwhile had expired.
+   */
+  walk(): IterableIterator<[string, LiveKey]> {
+    return this.#live.entries();
+  }
+
+  /** Replaces the live keys by saved ones (slots of this table, ascending id), pending ones kept. */
+  replace(entries: ReadonlyArray<readonly [string, LiveKey]>): void {
+    this.#live = new Map(entries as ReadonlyArray<[string, LiveKey]>);
   }
 }
 

@@ -15,3 +15,5 @@ export { acquireLock, LockHeldError } from './file/index.js';
 export type { DataLock } from './file/index.js';
 export { isPostgresUrl, openPostgresStore, redactUrl } from './postgres/index.js';
 export type { PostgresStore, PostgresStoreOptions } from './postgres/index.js';
+export { canSnapshot } from './contract.js';
+export type { SnapshotStore, StoreSnapshot } from './contract.js';

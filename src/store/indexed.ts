@@ -2,16 +2,17 @@
 // write wrapped as an operation handed to the store's own `run` (apply now, or queue for disk).
 import { checkSeedInput, submit } from './batch.js';
 import type { Op } from './batch.js';
-import type { CreateOutcome, IdempotencyKey, ListQuery, LocalPetStore, SeedPet, StoredPet } from './contract.js';
+import type { CreateOutcome, IdempotencyKey, ListQuery, LocalPetStore, SeedPet, SnapshotStore, StoreSnapshot, StoredPet } from './contract.js';
 import { keyRecord, newPetFingerprint, type KeyTable } from './idempotency.js';
 import type { PetIndex } from './pet-index.js';
 import { readPage, readPet, storedPet } from './reads.js';
+import { copyForRestore, copyState, liveKeys, type LocalSnapshot } from './snapshot-copy.js';
 import type { Clock, NewPet } from '../core/index.js';
 
 const MISMATCH: CreateOutcome = { kind: 'mismatch' };
 const IN_FLIGHT: CreateOutcome = { kind: 'in_flight' };
 
-export abstract class IndexedStore implements LocalPetStore {
+export abstract class IndexedStore implements LocalPetStore, SnapshotStore {
   protected readonly index: PetIndex;
   /** Live idempotency keys, written and cleared with the pets they made. */
   protected readonly keys: KeyTable;
@@ -89,6 +90,33 @@ export abstract class IndexedStore implements LocalPetStore {
 
   reset(): Promise<void> {
     return submit((op) => this.run(op), (s) => ({ kind: 'reset', ...s }));
+  }
+
+  /** The pets, next id and live keys as they are now (taken at the call), copied in chunks. */
+  captureSnapshot(): Promise<StoreSnapshot> {
+    return copyState(this.index.state(), this.keys, this.clock.now());
+  }
+
+  /**
+   * Puts a snapshot back: fresh arrays are copied in chunks first, then swapped in at once
+   * (applySnapshot), by the store's own writer where it has one (the file store, durably).
+   */
+  async restoreSnapshot(snapshot: StoreSnapshot, alongside?: () => void): Promise<void> {
+    const s = snapshot as LocalSnapshot;
+    if (s.state === undefined || !Array.isArray(s.keys)) throw new TypeError('not a snapshot of this kind of store');
+    const arrays = await copyForRestore(s);
+    await this.commitRestore(s, () => {
+      // First, so that a clock put back with it dates the keys.
+      alongside?.();
+      this.index.restore(arrays.pets, arrays.byStatus, s.nextId);
+      this.keys.replace(liveKeys(s.keys, this.clock.now()));
+    });
+  }
+
+  /** Makes a restore durable where the store is, then calls `apply` (the memory store: at once). */
+  protected commitRestore(_snapshot: LocalSnapshot, apply: () => void): Promise<void> {
+    apply();
+    return Promise.resolve();
   }
 
   abstract close(): Promise<void>;

@@ -16,6 +16,19 @@ export interface IndexView {
 
 type StatusLists = Record<PetStatus, number[]>;
 
+/**
+ * The index as it is at one moment, by reference (O(1) to take): the first `count` pets and
+ * the first `byStatus[s]` positions of each status list. Pets are never changed or removed
+ * and those arrays only grow (a reset or restore swaps in new ones), so the prefixes stay the
+ * same while they are copied, however long that takes (snapshots copy them in chunks).
+ */
+export interface IndexState {
+  readonly pets: ReadonlyArray<Readonly<Pet>>;
+  readonly count: number;
+  readonly byStatus: Readonly<Record<PetStatus, { readonly positions: readonly number[]; readonly count: number }>>;
+  readonly nextId: number;
+}
+
 function emptyStatusLists(): StatusLists {
   return { available: [], pending: [], sold: [] };
 }
@@ -67,6 +80,32 @@ export class PetIndex {
     this.#pets = [];
     this.#byStatus = emptyStatusLists();
     this.#nextId = 1;
+    this.#generation++;
+  }
+
+  /** The index as it is now, by reference (see IndexState). */
+  state(): IndexState {
+    const b = this.#byStatus;
+    return {
+      pets: this.#pets,
+      count: this.#pets.length,
+      byStatus: {
+        available: { positions: b.available, count: b.available.length },
+        pending: { positions: b.pending, count: b.pending.length },
+        sold: { positions: b.sold, count: b.sold.length },
+      },
+      nextId: this.#nextId,
+    };
+  }
+
+  /**
+   * Swaps in arrays made from a state (copies the caller owns from now on): O(1), however
+   * many pets. The caller guarantees they are consistent (as state() gave them).
+   */
+  restore(pets: Pet[], byStatus: StatusLists, nextId: number): void {
+    this.#pets = pets;
+    this.#byStatus = byStatus;
+    this.#nextId = nextId;
     this.#generation++;
   }
 

@@ -93,3 +93,15 @@ test('a store without createIdempotent answers a keyed create with 501 and store
   const keyed = await createOnce(memory, { name: 'Rex', categoryId: 1 }, 'k', 'a'.repeat(64), 'http://h/v1');
   assert.deepEqual(keyed, { status: 201, body: '{"id":1,"name":"Rex","categoryId":1}', headers: { location: 'http://h/v1/pets/1' } });
 });
+
+test('a replay carries Idempotent-Replayed: true; the first answer does not', async () => {
+  const { createOnce } = await import('../../src/api/idempotency-key.js');
+  const { openMemoryStore } = await import('../../src/store/index.js');
+  const memory = openMemoryStore();
+  const first = await createOnce(memory, { name: 'Rex', categoryId: 1 }, 'k', 'a'.repeat(64), 'http://h/v1');
+  const again = await createOnce(memory, { name: 'Rex', categoryId: 1 }, 'k', 'a'.repeat(64), 'http://h/v1');
+  assert.deepEqual(first, { status: 201, body: '{"id":1,"name":"Rex","categoryId":1}', headers: { location: 'http://h/v1/pets/1' } });
+  assert.deepEqual(again, {
+    status: 201, body: '{"id":1,"name":"Rex","categoryId":1}', headers: { location: 'http://h/v1/pets/1', 'idempotent-replayed': 'true' },
+  });
+});

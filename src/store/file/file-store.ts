@@ -23,6 +23,7 @@ import { fsyncDir, makeDir, unlinkIfPresent } from './disk.js';
 import type { DiskOp, IoHook, StorePaths } from './disk.js';
 import { StoreBusyError, StoreUnavailableError } from '../errors.js';
 import type { KeyCursor, KeyTable } from '../idempotency.js';
+import { liveKeys, type LocalSnapshot } from '../snapshot-copy.js';
 import type { IndexView, PetIndex } from '../pet-index.js';
 import { JournalWriter } from './journal.js';
 import type { DataLock } from './lock.js';
@@ -68,6 +69,15 @@ export interface StoreObserver {
 
 const DEFAULT_COMPACT_MIN_BYTES = 1024 * 1024;
 
+/** A snapshot restore waiting for the writer: it runs between batches, alone. */
+interface RestoreTask {
+  readonly kind: 'restore';
+  readonly snapshot: LocalSnapshot;
+  readonly apply: () => void;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
 /** The running file store; opened by openFileStore (open.ts). */
 export class FileStore extends IndexedStore {
   readonly #paths: StorePaths;
@@ -88,7 +98,9 @@ export class FileStore extends IndexedStore {
   #needsRebuild = false;
   /** A reset was made durable since the last snapshot: the snapshot is all dead weight now. */
   #resetSinceSnapshot = false;
-  readonly #queue: Op[] = [];
+  readonly #queue: Array<Op | RestoreTask> = [];
+  /** Restores in the queue: while 0, the writer takes the whole queue as one batch. */
+  #restoresQueued = 0;
   #draining = false;
   #drained: Promise<void> = Promise.resolve();
   #compaction: Promise<void> | null = null;
@@ -143,6 +155,22 @@ export class FileStore extends IndexedStore {
     this.#wake();
   }
 
+  /**
+   * A restore, made durable by the writer between batches: every write queued before it is
+   * written first, every write queued after it goes on top of the restored state.
+   */
+  protected override commitRestore(snapshot: LocalSnapshot, apply: () => void): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.#closing !== null) {
+        reject(new StoreUnavailableError('the store is closed'));
+        return;
+      }
+      this.#queue.push({ kind: 'restore', snapshot, apply, resolve, reject });
+      this.#restoresQueued++;
+      this.#wake();
+    });
+  }
+
   /** Starts the writer unless it is running. */
   #wake(): void {
     if (this.#draining) return;
@@ -161,7 +189,14 @@ export class FileStore extends IndexedStore {
     let ops: Op[] = [];
     try {
       do {
-        ops = this.#queue.splice(0);
+        if (this.#queue[0]?.kind === 'restore') {
+          const task = this.#queue.shift() as RestoreTask;
+          this.#restoresQueued--;
+          await this.#restore(task);
+          continue;
+        }
+        const cut = this.#restoresQueued === 0 ? -1 : this.#queue.findIndex((o) => o.kind === 'restore');
+        ops = this.#queue.splice(0, cut < 0 ? this.#queue.length : cut) as Op[];
         if (ops.length > 0 && (!this.#needsRebuild || (await this.#tryRebuild(ops)))) await this.#commit(ops);
         ops = [];
         await this.#maybeStartCompaction();
@@ -185,6 +220,7 @@ export class FileStore extends IndexedStore {
     const failure = new StoreUnavailableError(`internal store error: ${describeError(err)}`);
     for (const op of inFlight) op.reject(failure);
     for (const op of this.#queue.splice(0)) op.reject(failure);
+    this.#restoresQueued = 0;
     this.#needsRebuild = true;
     const journal = this.#journal;
     this.#journal = null;
@@ -269,7 +305,43 @@ export class FileStore extends IndexedStore {
     }
   }
 
-  async #rebuild(): Promise<void> {
+  /**
+   * A snapshot restore, durably: first everything acknowledged goes into the snapshot and the
+   * journals are emptied (skipped when they already are), so that the snapshot alone is the
+   * state; then the restored state replaces it in one atomic rename. A crash before the rename
+   * leaves the state as it was (the restore was not answered); after it, the restored state.
+   * Only then is it swapped in memory and the restore answered.
+   */
+  async #restore(task: RestoreTask): Promise<void> {
+    let emptied = false;
+    try {
+      const problem = this.#lock.problem();
+      if (problem !== undefined) throw new StoreUnavailableError(`data file ${this.#paths.given} cannot be written: ${problem}`);
+      await this.#compaction;
+      if (this.#needsRebuild || this.#oldJournalBytes !== undefined || this.#journal === null || this.#journal.length > 0) {
+        await this.#rebuild(false);
+      }
+      emptied = true;
+      const s = task.snapshot;
+      const now = this.clock.now();
+      const view: IndexView = { pets: s.state.pets, count: s.state.count, nextId: s.nextId };
+      this.#snapshotBytes = await writeSnapshot(this.#paths, view, this.keys.cursorOf(liveKeys(s.keys, now), now), this.#beforeIo, this.#logger, this.#stillOurs);
+      this.#resetSinceSnapshot = false;
+    } catch (err) {
+      this.#logger.log('error', 'snapshot restore failed; nothing was restored', { file: this.#paths.given, error: describeError(err) });
+      // Past the emptying, the rename may or may not have happened: the next write rewrites
+      // the data file from memory (the state before the restore) first.
+      if (emptied) this.#needsRebuild = true;
+      task.reject(err instanceof StoreUnavailableError ? err : this.#unavailable(err));
+      return;
+    }
+    task.apply();
+    this.#reportJournal();
+    this.#logger.log('info', 'snapshot restored', { file: this.#paths.given, pets: task.snapshot.pets });
+    task.resolve();
+  }
+
+  async #rebuild(afterError = true): Promise<void> {
     await this.#compaction;
     await makeDir(this.#paths.dir);
     this.#lock.reassert();
@@ -287,7 +359,7 @@ export class FileStore extends IndexedStore {
     this.#journal = await JournalWriter.create(this.#paths.journal, false);
     await fsyncDir(this.#paths.dir);
     this.#needsRebuild = false;
-    this.#logger.log('warn', 'data file rewritten after a disk error', { file: this.#paths.given, pets: this.index.count });
+    if (afterError) this.#logger.log('warn', 'data file rewritten after a disk error', { file: this.#paths.given, pets: this.index.count });
   }
 
   /** Between batches: rotate the journal and snapshot in the background if it has grown. */

@@ -1,0 +1,97 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MAX_CLOCK_OFFSET_MS, ManualClock, ServiceClock, serviceClock, systemClock } from '../../src/core/clock.js';
+import type { Clock } from '../../src/core/types.js';
+
+/** A base clock the test moves by hand. */
+function base(wall: number): Clock & { wall: number; mono: number } {
+  return { wall, mono: 0, now() { return this.wall; }, monotonic() { return this.mono; } };
+}
+
+test('a service clock adds its offset to both readings', () => {
+  const b = base(1_000_000);
+  const clock = new ServiceClock(b);
+  clock.advance(3_600_000);
+  assert.equal(clock.now(), 1_000_000 + 3_600_000);
+  assert.equal(clock.monotonic(), 3_600_000);
+  assert.equal(clock.offsetMs, 3_600_000);
+  b.wall += 5;
+  b.mono += 5;
+  assert.equal(clock.now(), 1_000_000 + 3_600_005);
+  assert.equal(clock.monotonic(), 3_600_005);
+});
+
+test('reset returns a service clock to its base', () => {
+  const clock = new ServiceClock(base(42));
+  clock.advance(10);
+  clock.reset();
+  assert.equal(clock.offsetMs, 0);
+  assert.equal(clock.now(), 42);
+});
+
+const refused: Array<[string, number]> = [
+  ['a negative amount', -1],
+  ['NaN', Number.NaN],
+  ['Infinity', Number.POSITIVE_INFINITY],
+];
+for (const [name, ms] of refused) {
+  test(`advance refuses ${name} and moves nothing`, () => {
+    const clock = new ServiceClock(base(0));
+    clock.advance(5);
+    assert.throws(() => clock.advance(ms), RangeError);
+    assert.equal(clock.offsetMs, 5);
+  });
+}
+
+test('the offset is bounded in total', () => {
+  const clock = new ServiceClock(base(0));
+  clock.advance(MAX_CLOCK_OFFSET_MS);
+  assert.throws(() => clock.advance(1), /reset it first/);
+  assert.equal(clock.offsetMs, MAX_CLOCK_OFFSET_MS);
+});
+
+test('restoreOffset may move the clock back (a snapshot restore)', () => {
+  const clock = new ServiceClock(base(0));
+  clock.advance(1000);
+  clock.restoreOffset(10);
+  assert.equal(clock.now(), 10);
+  assert.throws(() => clock.restoreOffset(-1), RangeError);
+});
+
+test('a ManualClock stands still at its start; every advance is its offset; reset goes back to the start', () => {
+  const clock = new ManualClock(Date.UTC(2026, 0, 1));
+  clock.advance(0.37);
+  clock.advance(1000);
+  assert.equal(clock.now(), Date.UTC(2026, 0, 1) + 1000.37);
+  assert.equal(clock.monotonic(), 1000.37);
+  clock.jumpWall(-500);
+  assert.equal(clock.monotonic(), 1000.37, 'a wall step leaves monotonic time alone');
+  assert.equal(clock.offsetMs, 1000.37);
+  clock.reset();
+  assert.equal(clock.now(), Date.UTC(2026, 0, 1) - 500);
+  assert.equal(clock.monotonic(), 0);
+});
+
+test('a ManualClock may be moved back (a clock step test): its start moves, its offset stays', () => {
+  const clock = new ManualClock(10_000);
+  clock.advance(5000);
+  clock.advance(-2000);
+  assert.equal(clock.now(), 13_000);
+  assert.equal(clock.monotonic(), 3000);
+  assert.equal(clock.offsetMs, 5000);
+  clock.reset();
+  assert.equal(clock.now(), 8000);
+});
+
+test('serviceClock keeps a service clock given, wraps any other clock, and defaults to real time', () => {
+  const manual = new ManualClock();
+  assert.equal(serviceClock(manual), manual);
+  const plain = base(7);
+  const wrapped = serviceClock(plain);
+  assert.notEqual(wrapped as unknown, plain);
+  wrapped.advance(3);
+  assert.equal(wrapped.now(), 10);
+  assert.equal(plain.now(), 7);
+  const real = serviceClock(undefined);
+  assert.ok(Math.abs(real.now() - systemClock.now()) < 60_000);
+});
