@@ -10,6 +10,7 @@ import { ASK_TIMEOUT_MS, isWorkerMessage, type PrimaryMessage, type WorkerMessag
 import type { Io, Resolved } from './args.js';
 import { PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
 import { onSignals } from './signals.js';
+import { startLine } from './places.js';
 
 /** A worker that lived this long before dying is restarted after the shortest delay again. */
 const HEALTHY_AFTER_MS = 10_000;
@@ -222,6 +223,7 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
       return finished;
     }
     phase = 'serving';
+    io.err(startLine(resolved));
     io.out(`petstore listening on ${serviceUrl as string}`);
     out.release();
     for (const s of slots) if (s.ready) deliver(s.worker, { petstore: 'release' });

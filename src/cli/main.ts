@@ -11,6 +11,7 @@ import { readSeedFile } from './seed.js';
 import { describeStartError, startOptions } from './start-options.js';
 import { isClusterWorker, runWorker } from './worker.js';
 import { onSignals } from './signals.js';
+import { startLine } from './places.js';
 
 const processIo: Io = {
   // A closed pipe on either must not stop the service (see stdio.ts).
@@ -57,6 +58,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   // The handlers go in before the ready line: a harness may send SIGTERM the moment it reads
   // the line, and a signal without a handler would kill the process instead of stopping it.
   const signals = waitForSignals(handle, resolved, io);
+  io.err(startLine(resolved));
   io.out(`petstore listening on ${handle.url}`);
   out.release();
   const code = await signals;

@@ -1,4 +1,4 @@
-// Where pets live (CONTRACT 9): a store URL, a data file, or memory. One question, so the
+// Where pets live: a store URL, a data file, or memory. One question, so the
 // usual precedence (flag > environment > config) picks one answer, and two answers at the
 // same level are a usage error that says so (returned as its message: args.ts throws it).
 import { resolve } from 'node:path';
@@ -37,4 +37,11 @@ export function petsLocation(
   if (storeEnv !== undefined) return checkedUrl(storeEnv, 'PETSTORE_STORE');
   if (dataEnv !== undefined) return { store: undefined, dataFile: resolve(dataEnv) };
   return { store: config.store, dataFile: config.dataFile };
+}
+
+/** Which flag or variable gave the store URL petsLocation chose; undefined: the config file. */
+export function storeSetting(flags: Readonly<Record<string, string | boolean | undefined>>, env: NodeJS.ProcessEnv): string | undefined {
+  if (typeof flags.store === 'string') return '--store';
+  if (env.PETSTORE_STORE) return 'PETSTORE_STORE';
+  return undefined;
 }
