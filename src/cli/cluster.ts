@@ -11,6 +11,7 @@ import type { Io, Resolved } from './args.js';
 import { PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
 import { onSignals } from './signals.js';
 import { startLine } from './places.js';
+import { settleThenExit } from './stdio-exit.js';
 
 /** A worker that lived this long before dying is restarted after the shortest delay again. */
 const HEALTHY_AFTER_MS = 10_000;
@@ -162,8 +163,10 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
     slot.restart = setTimeout(() => fork(slot, false), delay);
   };
 
+  let stopAt = 0;
   const stop = (why: string): void => {
     if (phase === 'stopping') return;
+    stopAt = performance.now();
     const wasStarting = phase === 'starting';
     phase = 'stopping';
     const running = slots.filter((s) => s.worker !== undefined).length;
@@ -233,6 +236,6 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
 
   return start().then((code) => {
     cleanup();
-    return code;
+    return settleThenExit(code, stopAt);
   });
 }

@@ -11,6 +11,7 @@ import type { Io, Resolved } from './args.js';
 import { readSeedFile } from './seed.js';
 import { describeStartError, startOptions } from './start-options.js';
 import { onSignals } from './signals.js';
+import { settleThenExit } from './stdio-exit.js';
 
 /** Set by the primary in its workers' environment (with the two below). */
 export const WORKER_ENV = 'PETSTORE_CLUSTER_WORKER';
@@ -36,9 +37,11 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
   let finish: (code: number) => void = () => undefined;
   const finished = new Promise<number>((resolve) => { finish = resolve; });
 
+  let stopAt = 0;
   const stop = (why: string): void => {
     if (stopRequested) return;
     stopRequested = true;
+    stopAt = performance.now();
     if (handle === undefined) return; // still starting: stopped as soon as it is up
     if (why !== 'stop') say(`${why}, finishing in-flight requests`);
     handle.close().then(
@@ -99,5 +102,5 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
   out.release();
   out.flush();
   cleanup();
-  return code;
+  return settleThenExit(code, stopAt);
 }
