@@ -34,11 +34,19 @@ interface Slot {
 }
 
 interface PendingAsk {
-  readonly from: Worker;
-  readonly id: number;
   readonly waiting: Set<number>;
   readonly payloads: unknown[];
   readonly timer: NodeJS.Timeout;
+  /** Called once with the answers that came (all, or those within ASK_TIMEOUT_MS). */
+  readonly done: (payloads: unknown[]) => void;
+}
+
+/** The last gather of one `what` (a scrape): shared by every worker's gather for its window. */
+interface Gathered {
+  at: number;
+  payloads: unknown[] | undefined;
+  /** Workers' gathers waiting on the one under way: [worker, their id]. */
+  waiters: Array<[Worker, number]> | undefined;
 }
 
 /** Sends, ignoring a channel that closed meanwhile (the exit handler deals with the worker). */
@@ -55,6 +63,7 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
   }));
   const bySlot = new Map<number, Slot>(); // cluster worker id -> slot
   const asks = new Map<number, PendingAsk>();
+  const gathered = new Map<string, Gathered>();
   let nextAsk = 1;
   let phase: 'starting' | 'serving' | 'stopping' = 'starting';
   let listenPort = resolved.port;
@@ -107,15 +116,10 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
       }
       if (phase === 'stopping') deliver(worker, { petstore: 'stop' });
     } else if (m.petstore === 'ask') {
-      const targets = slots.filter((s) => s.ready && s.worker !== undefined && s.worker !== worker && s.worker.isConnected());
-      if (targets.length === 0) {
-        deliver(worker, { petstore: 'answers', id: m.id, payloads: [] });
-        return;
-      }
-      const id = nextAsk++;
-      const timer = setTimeout(() => finishAsk(id), ASK_TIMEOUT_MS);
-      asks.set(id, { from: worker, id: m.id, waiting: new Set(targets.map((s) => (s.worker as Worker).id)), payloads: [], timer });
-      for (const t of targets) deliver(t.worker, { petstore: 'asked', id, what: m.what, payload: m.payload });
+      const targets = slots.flatMap((s) => (s.ready && s.worker !== undefined && s.worker !== worker && s.worker.isConnected() ? [s.worker] : []));
+      askWorkers(targets, m.what, m.payload, (payloads) => deliver(worker, { petstore: 'answers', id: m.id, payloads }));
+    } else if (m.petstore === 'gather') {
+      gather(worker, m.id, m.what, m.maxAgeMs);
     } else if (m.petstore === 'answer') {
       const ask = asks.get(m.id);
       if (ask === undefined || !ask.waiting.delete(worker.id)) return;
@@ -126,12 +130,51 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
     }
   };
 
+  /** Asks `targets` what; done with their answers (none when there is nobody to ask). */
+  const askWorkers = (targets: readonly Worker[], what: string, payload: unknown, done: (payloads: unknown[]) => void): void => {
+    if (targets.length === 0) {
+      done([]);
+      return;
+    }
+    const id = nextAsk++;
+    const timer = setTimeout(() => finishAsk(id), ASK_TIMEOUT_MS);
+    asks.set(id, { waiting: new Set(targets.map((w) => w.id)), payloads: [], timer, done });
+    for (const t of targets) deliver(t, { petstore: 'asked', id, what, payload });
+  };
+
   const finishAsk = (id: number): void => {
     const ask = asks.get(id);
     if (ask === undefined) return;
     asks.delete(id);
     clearTimeout(ask.timer);
-    deliver(ask.from, { petstore: 'answers', id: ask.id, payloads: ask.payloads });
+    ask.done(ask.payloads);
+  };
+
+  /**
+   * Every worker's answer (the asker's too: it may not count as ready yet), from the last
+   * gather if it began within maxAgeMs, else from the one under way, else from a new one.
+   */
+  const gather = (from: Worker, id: number, what: string, maxAgeMs: number): void => {
+    const last = gathered.get(what);
+    const now = performance.now();
+    if (last?.payloads !== undefined && now - last.at < maxAgeMs) {
+      deliver(from, { petstore: 'answers', id, payloads: last.payloads });
+      return;
+    }
+    if (last?.waiters !== undefined) {
+      last.waiters.push([from, id]);
+      return;
+    }
+    const entry: Gathered = { at: now, payloads: undefined, waiters: [[from, id]] };
+    gathered.set(what, entry);
+    const targets = slots.flatMap((s) => (s.worker !== undefined && s.worker.isConnected() && (s.ready || s.worker === from) ? [s.worker] : []));
+    askWorkers(targets, what, undefined, (payloads) => {
+      const waiters = entry.waiters ?? [];
+      entry.waiters = undefined;
+      entry.payloads = payloads;
+      entry.at = now;
+      for (const [w, wid] of waiters) deliver(w, { petstore: 'answers', id: wid, payloads });
+    });
   };
 
   const onExit = (worker: Worker, code: number | null, signal: string | null): void => {

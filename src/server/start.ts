@@ -9,7 +9,7 @@ import { asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, sys
 import type { Logger } from '../core/index.js';
 import { answerClientError, createApp, orderPipelined, refuseConnect } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
-import { ServiceMetrics, type MetricsSnapshot } from '../metrics/index.js';
+import { SCRAPE_MAX_AGE_MS, ServiceMetrics, cachedScrape } from '../metrics/index.js';
 import { hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore } from '../store/index.js';
 import { StartError, type PetstoreHandle, type StartOptions } from './contract.js';
 import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js';
@@ -109,7 +109,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     }
     const app = createApp({
       store, clock, logger, keyLimiter, addressLimiter, routes, metrics, admin,
-      peerMetrics: peers === undefined ? undefined : async () => (await peers.ask('metrics')).filter(isSnapshot),
+      scrape: metrics === undefined ? undefined : cachedScrape(metrics, peers === undefined ? undefined : () => peers.gather('metrics', SCRAPE_MAX_AGE_MS)),
       config: () => config,
       // Read per request, so that a reload that changes the environments moves the links too.
       get publicBase() {
@@ -210,10 +210,4 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
       return done;
     },
   };
-}
-
-
-/** A worker's answer to a scrape: a snapshot (a worker without metrics answers nothing). */
-function isSnapshot(v: unknown): v is MetricsSnapshot {
-  return typeof v === 'object' && v !== null && Array.isArray((v as { families?: unknown }).families);
 }

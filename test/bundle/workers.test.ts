@@ -209,9 +209,28 @@ describe('--workers 2 on PostgreSQL and Redis', { skip }, () => {
     const served = new Set<string>();
     for (let i = 0; i < 10; i++) served.add(workerOf(await once(`${svc.url}/pets`, { key: KEYS.enterprise })));
     assert.equal(served.size, 2);
-    // Two scrapes in a row land on both workers: each sees the whole service.
+    // A scrape is made at most once a second (shared by every worker): past that window, two
+    // scrapes in a row land on both workers, and each sees the whole service.
+    await sleep(1_100);
     assert.equal(await scrape(), start + 10);
     assert.equal(await scrape(), start + 10);
+  });
+
+  it('a flood of concurrent scrapes through both workers costs one gather per second, not one each', async () => {
+    const url = svc.url.replace(/\/v1$/, '/metrics');
+    await sleep(1_100); // past the last test's window
+    const texts: string[] = [];
+    for (let round = 0; round < 3; round++) {
+      const answers = await Promise.all(Array.from({ length: 60 }, () => once(url)));
+      for (const a of answers) {
+        assert.equal(a.status, 200);
+        texts.push(a.body);
+      }
+    }
+    // Every gather makes new text (the CPU seconds, memory and uptime move): 180 scrapes
+    // made one each would give about 180 texts; shared, as many as windows went by.
+    const distinct = new Set(texts).size;
+    assert.ok(distinct <= 12, `${distinct} different texts in 180 scrapes`);
   });
 
   it('a fault set through one worker is armed in both, and counts once for the service', async () => {
