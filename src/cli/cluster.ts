@@ -2,13 +2,13 @@
 // first alone, so that a --seed is added once and a --port 0 is learned), prints the one
 // ready line once all listen, restarts a worker that dies (with a backoff, logged), relays
 // the workers' questions to each other (metrics, faults: cluster-protocol.ts), forwards SIGHUP
-// as a reload to every worker, and on SIGTERM or SIGINT stops them all gracefully: exit 0
+// as a reload to every worker (a starting one too, which applies it before it serves), and on SIGTERM or SIGINT stops them all gracefully: exit 0
 // when every one stopped cleanly.
 import cluster, { type Worker } from 'node:cluster';
 import { batchingSink, jsonLogger, safeStdout } from '../core/index.js';
 import { ASK_TIMEOUT_MS, isWorkerMessage, type PrimaryMessage, type WorkerMessage } from '../server/index.js';
 import type { Io, Resolved } from './args.js';
-import { PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
+import { GENERATION_ENV, PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
 import { onSignals } from './signals.js';
 import { startLine } from './places.js';
 import { settleThenExit } from './stdio-exit.js';
@@ -71,6 +71,8 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
   /** The first worker's URL: every worker listens on its port. */
   let serviceUrl: string | undefined;
   let stopCode = 0;
+  /** SIGHUPs so far: each worker says up to which one its config is (see 'ready'). */
+  let generation = 0;
   let done: (code: number) => void = () => undefined;
   const finished = new Promise<number>((resolve) => { done = resolve; });
   let stopTimer: NodeJS.Timeout | undefined;
@@ -82,7 +84,9 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
     // With --port 0 the primary holds one handle per listen key: while a worker lives, the
     // others join its port by asking for 0 again; once none lives, the port learned is asked for.
     if (learnedPort !== undefined && slots.every((s) => s.worker === undefined)) listenPort = learnedPort;
-    const worker = cluster.fork({ [WORKER_ENV]: '1', [SLOT_ENV]: String(slot.n), [SEED_ENV]: seed ? '1' : '0', [PORT_ENV]: String(listenPort) });
+    const worker = cluster.fork({
+      [WORKER_ENV]: '1', [SLOT_ENV]: String(slot.n), [SEED_ENV]: seed ? '1' : '0', [PORT_ENV]: String(listenPort), [GENERATION_ENV]: String(generation),
+    });
     worker.on('error', () => undefined); // a send to a dying worker: its exit is handled below
     slot.worker = worker;
     slot.ready = false;
@@ -102,6 +106,8 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
   const handle = (worker: Worker, slot: Slot, m: WorkerMessage): void => {
     if (m.petstore === 'ready') {
       slot.ready = true;
+      // A SIGHUP this worker cannot have seen (sent before it could hear): once more.
+      if (m.generation < generation) deliver(worker, { petstore: 'reload', generation });
       const port = Number(new URL(m.url).port);
       serviceUrl ??= m.url;
       if (learnedPort === undefined) learnedPort = port;
@@ -238,8 +244,9 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
       io.err('petstore: SIGHUP ignored: running on the built-in config, there is no file to reload');
       return;
     }
-    // A worker still starting reads the file as it is now.
-    for (const s of slots) if (s.ready) deliver(s.worker, { petstore: 'reload' });
+    // Every worker, a starting one too: it applies the reload before it serves (worker.ts).
+    generation++;
+    for (const s of slots) deliver(s.worker, { petstore: 'reload', generation });
   };
 
   cluster.on('message', onMessage);

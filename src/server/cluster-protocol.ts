@@ -8,8 +8,11 @@
 
 /** Worker -> primary. */
 export type WorkerMessage =
-  /** Listening (the port is the one the primary holds for every worker). */
-  | { readonly petstore: 'ready'; readonly url: string }
+  /**
+   * Listening (the port is the one the primary holds for every worker), with the config as of
+   * `generation`: the reloads (SIGHUPs) the primary had counted when this worker last read it.
+   */
+  | { readonly petstore: 'ready'; readonly url: string; readonly generation: number }
   /** Ask every other worker `what`; the primary answers with `answers` (same id). */
   | { readonly petstore: 'ask'; readonly id: number; readonly what: string; readonly payload: unknown }
   /**
@@ -31,8 +34,8 @@ export type PrimaryMessage =
   | { readonly petstore: 'told'; readonly what: string; readonly payload: unknown }
   /** The ready line is out: the worker's held log lines may follow it. */
   | { readonly petstore: 'release' }
-  /** Reload the config file (the primary got SIGHUP). */
-  | { readonly petstore: 'reload' }
+  /** Reload the config file (the primary got SIGHUP, its `generation`-th): sent to starting workers too. */
+  | { readonly petstore: 'reload'; readonly generation: number }
   /** Stop gracefully and exit (the primary got SIGTERM or SIGINT). */
   | { readonly petstore: 'stop' };
 
