@@ -3,11 +3,12 @@
 import { existsSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { limitsUrlProblem, loadConfigFile, parseConfig, type Config, type PetstoreConfig } from '../config/index.js';
+import { ConfigError, limitsUrlProblem, loadConfigFile, parseConfig, type Config, type PetstoreConfig } from '../config/index.js';
 import { MAX_WORKERS } from '../core/index.js';
 import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from '../store/index.js';
 import { parseArgsOptions } from './flags.js';
-import { petsLocation } from './pets-location.js';
+import { petsLocation, storeSetting } from './pets-location.js';
+import { percentEncodingProblem } from './places.js';
 import defaultConfig from '../../petstore.config.json' with { type: 'json' };
 
 // The demo config without its dataFile: started without a config file (by npx, or a test
@@ -120,8 +121,7 @@ export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: 
     configSource = resolve(explicitConfig ?? 'petstore.config.json');
     config = await loadConfigFile(configSource);
   } else {
-    io.err('petstore: no ./petstore.config.json; using the built-in demo config (demo keys, do not expose); ' +
-      'pets are kept in memory only (--data FILE keeps them)');
+    // Said once the start is through, with where the pets and limits really live (places.ts).
     configSource = BUILT_IN_CONFIG;
     config = parseConfig(configSource, 'built-in demo config', process.cwd());
   }
@@ -140,9 +140,21 @@ export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: 
     throw new UsageError(`--log-level must be debug, info, warn, error or silent, got "${level}"`);
   }
   const limitsFlag = str('limits') ?? (env.PETSTORE_LIMITS || undefined);
+  const limitsSetting = str('limits') !== undefined ? '--limits' : 'PETSTORE_LIMITS';
   const limitsProblem = limitsFlag === undefined ? undefined : limitsUrlProblem(limitsFlag);
-  if (limitsProblem !== undefined) throw new UsageError(`${str('limits') !== undefined ? '--limits' : 'PETSTORE_LIMITS'} ${limitsProblem}`);
+  if (limitsProblem !== undefined) throw new UsageError(`${limitsSetting} ${limitsProblem}`);
   const limits = limitsFlag ?? config.limits;
+  // Checked here, where it is known which setting gave the URL: the drivers' decoding would
+  // say only "URI malformed". A value from the config file is a config error (exit 1).
+  const fromFile = typeof configSource === 'string' ? configSource : 'built-in demo config';
+  const limitsEncoding = limits === undefined ? undefined : percentEncodingProblem(limits, limitsFlag !== undefined ? limitsSetting : '"limits"');
+  const storeFrom = storeSetting(flags, env);
+  const storeEncoding = store === undefined ? undefined : percentEncodingProblem(store, storeFrom ?? '"store"');
+  for (const [problem, fromConfig] of [[limitsEncoding, limitsFlag === undefined], [storeEncoding, storeFrom === undefined]] as const) {
+    if (problem === undefined) continue;
+    if (fromConfig) throw new ConfigError(fromFile, [problem]);
+    throw new UsageError(problem);
+  }
   const workers = resolveWorkers(str('workers'), env.PETSTORE_WORKERS || undefined, config.workers);
   if (workers > 1 && (store === undefined || limits === undefined)) {
     const missing = [store === undefined ? 'a store URL (--store, PETSTORE_STORE or "store")' : '', limits === undefined ? 'a limits URL (--limits, PETSTORE_LIMITS or "limits")' : '']

@@ -2,14 +2,16 @@
 // first alone, so that a --seed is added once and a --port 0 is learned), prints the one
 // ready line once all listen, restarts a worker that dies (with a backoff, logged), relays
 // the workers' questions to each other (metrics, faults: cluster-protocol.ts), forwards SIGHUP
-// as a reload to every worker, and on SIGTERM or SIGINT stops them all gracefully: exit 0
+// as a reload to every worker (a starting one too, which applies it before it serves), and on SIGTERM or SIGINT stops them all gracefully: exit 0
 // when every one stopped cleanly.
 import cluster, { type Worker } from 'node:cluster';
 import { batchingSink, jsonLogger, safeStdout } from '../core/index.js';
 import { ASK_TIMEOUT_MS, isWorkerMessage, type PrimaryMessage, type WorkerMessage } from '../server/index.js';
 import type { Io, Resolved } from './args.js';
-import { PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
+import { GENERATION_ENV, PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
 import { onSignals } from './signals.js';
+import { startLine } from './places.js';
+import { settleThenExit } from './stdio-exit.js';
 
 /** A worker that lived this long before dying is restarted after the shortest delay again. */
 const HEALTHY_AFTER_MS = 10_000;
@@ -32,11 +34,19 @@ interface Slot {
 }
 
 interface PendingAsk {
-  readonly from: Worker;
-  readonly id: number;
   readonly waiting: Set<number>;
   readonly payloads: unknown[];
   readonly timer: NodeJS.Timeout;
+  /** Called once with the answers that came (all, or those within ASK_TIMEOUT_MS). */
+  readonly done: (payloads: unknown[]) => void;
+}
+
+/** The last gather of one `what` (a scrape): shared by every worker's gather for its window. */
+interface Gathered {
+  at: number;
+  payloads: unknown[] | undefined;
+  /** Workers' gathers waiting on the one under way: [worker, their id]. */
+  waiters: Array<[Worker, number]> | undefined;
 }
 
 /** Sends, ignoring a channel that closed meanwhile (the exit handler deals with the worker). */
@@ -53,6 +63,7 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
   }));
   const bySlot = new Map<number, Slot>(); // cluster worker id -> slot
   const asks = new Map<number, PendingAsk>();
+  const gathered = new Map<string, Gathered>();
   let nextAsk = 1;
   let phase: 'starting' | 'serving' | 'stopping' = 'starting';
   let listenPort = resolved.port;
@@ -60,6 +71,8 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
   /** The first worker's URL: every worker listens on its port. */
   let serviceUrl: string | undefined;
   let stopCode = 0;
+  /** SIGHUPs so far: each worker says up to which one its config is (see 'ready'). */
+  let generation = 0;
   let done: (code: number) => void = () => undefined;
   const finished = new Promise<number>((resolve) => { done = resolve; });
   let stopTimer: NodeJS.Timeout | undefined;
@@ -71,7 +84,9 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
     // With --port 0 the primary holds one handle per listen key: while a worker lives, the
     // others join its port by asking for 0 again; once none lives, the port learned is asked for.
     if (learnedPort !== undefined && slots.every((s) => s.worker === undefined)) listenPort = learnedPort;
-    const worker = cluster.fork({ [WORKER_ENV]: '1', [SLOT_ENV]: String(slot.n), [SEED_ENV]: seed ? '1' : '0', [PORT_ENV]: String(listenPort) });
+    const worker = cluster.fork({
+      [WORKER_ENV]: '1', [SLOT_ENV]: String(slot.n), [SEED_ENV]: seed ? '1' : '0', [PORT_ENV]: String(listenPort), [GENERATION_ENV]: String(generation),
+    });
     worker.on('error', () => undefined); // a send to a dying worker: its exit is handled below
     slot.worker = worker;
     slot.ready = false;
@@ -91,6 +106,8 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
   const handle = (worker: Worker, slot: Slot, m: WorkerMessage): void => {
     if (m.petstore === 'ready') {
       slot.ready = true;
+      // A SIGHUP this worker cannot have seen (sent before it could hear): once more.
+      if (m.generation < generation) deliver(worker, { petstore: 'reload', generation });
       const port = Number(new URL(m.url).port);
       serviceUrl ??= m.url;
       if (learnedPort === undefined) learnedPort = port;
@@ -105,15 +122,10 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
       }
       if (phase === 'stopping') deliver(worker, { petstore: 'stop' });
     } else if (m.petstore === 'ask') {
-      const targets = slots.filter((s) => s.ready && s.worker !== undefined && s.worker !== worker && s.worker.isConnected());
-      if (targets.length === 0) {
-        deliver(worker, { petstore: 'answers', id: m.id, payloads: [] });
-        return;
-      }
-      const id = nextAsk++;
-      const timer = setTimeout(() => finishAsk(id), ASK_TIMEOUT_MS);
-      asks.set(id, { from: worker, id: m.id, waiting: new Set(targets.map((s) => (s.worker as Worker).id)), payloads: [], timer });
-      for (const t of targets) deliver(t.worker, { petstore: 'asked', id, what: m.what, payload: m.payload });
+      const targets = slots.flatMap((s) => (s.ready && s.worker !== undefined && s.worker !== worker && s.worker.isConnected() ? [s.worker] : []));
+      askWorkers(targets, m.what, m.payload, (payloads) => deliver(worker, { petstore: 'answers', id: m.id, payloads }));
+    } else if (m.petstore === 'gather') {
+      gather(worker, m.id, m.what, m.maxAgeMs);
     } else if (m.petstore === 'answer') {
       const ask = asks.get(m.id);
       if (ask === undefined || !ask.waiting.delete(worker.id)) return;
@@ -124,12 +136,51 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
     }
   };
 
+  /** Asks `targets` what; done with their answers (none when there is nobody to ask). */
+  const askWorkers = (targets: readonly Worker[], what: string, payload: unknown, done: (payloads: unknown[]) => void): void => {
+    if (targets.length === 0) {
+      done([]);
+      return;
+    }
+    const id = nextAsk++;
+    const timer = setTimeout(() => finishAsk(id), ASK_TIMEOUT_MS);
+    asks.set(id, { waiting: new Set(targets.map((w) => w.id)), payloads: [], timer, done });
+    for (const t of targets) deliver(t, { petstore: 'asked', id, what, payload });
+  };
+
   const finishAsk = (id: number): void => {
     const ask = asks.get(id);
     if (ask === undefined) return;
     asks.delete(id);
     clearTimeout(ask.timer);
-    deliver(ask.from, { petstore: 'answers', id: ask.id, payloads: ask.payloads });
+    ask.done(ask.payloads);
+  };
+
+  /**
+   * Every worker's answer (the asker's too: it may not count as ready yet), from the last
+   * gather if it began within maxAgeMs, else from the one under way, else from a new one.
+   */
+  const gather = (from: Worker, id: number, what: string, maxAgeMs: number): void => {
+    const last = gathered.get(what);
+    const now = performance.now();
+    if (last?.payloads !== undefined && now - last.at < maxAgeMs) {
+      deliver(from, { petstore: 'answers', id, payloads: last.payloads });
+      return;
+    }
+    if (last?.waiters !== undefined) {
+      last.waiters.push([from, id]);
+      return;
+    }
+    const entry: Gathered = { at: now, payloads: undefined, waiters: [[from, id]] };
+    gathered.set(what, entry);
+    const targets = slots.flatMap((s) => (s.worker !== undefined && s.worker.isConnected() && (s.ready || s.worker === from) ? [s.worker] : []));
+    askWorkers(targets, what, undefined, (payloads) => {
+      const waiters = entry.waiters ?? [];
+      entry.waiters = undefined;
+      entry.payloads = payloads;
+      entry.at = now;
+      for (const [w, wid] of waiters) deliver(w, { petstore: 'answers', id: wid, payloads });
+    });
   };
 
   const onExit = (worker: Worker, code: number | null, signal: string | null): void => {
@@ -161,8 +212,10 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
     slot.restart = setTimeout(() => fork(slot, false), delay);
   };
 
+  let stopAt = 0;
   const stop = (why: string): void => {
     if (phase === 'stopping') return;
+    stopAt = performance.now();
     const wasStarting = phase === 'starting';
     phase = 'stopping';
     const running = slots.filter((s) => s.worker !== undefined).length;
@@ -191,8 +244,9 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
       io.err('petstore: SIGHUP ignored: running on the built-in config, there is no file to reload');
       return;
     }
-    // A worker still starting reads the file as it is now.
-    for (const s of slots) if (s.ready) deliver(s.worker, { petstore: 'reload' });
+    // Every worker, a starting one too: it applies the reload before it serves (worker.ts).
+    generation++;
+    for (const s of slots) deliver(s.worker, { petstore: 'reload', generation });
   };
 
   cluster.on('message', onMessage);
@@ -222,6 +276,7 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
       return finished;
     }
     phase = 'serving';
+    io.err(startLine(resolved));
     io.out(`petstore listening on ${serviceUrl as string}`);
     out.release();
     for (const s of slots) if (s.ready) deliver(s.worker, { petstore: 'release' });
@@ -231,6 +286,6 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
 
   return start().then((code) => {
     cleanup();
-    return code;
+    return settleThenExit(code, stopAt);
   });
 }

@@ -9,8 +9,8 @@ import { chmodSync, chownSync, existsSync, readFileSync, realpathSync, statSync,
 import { rename } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, escapeKeyName, jsonSyntaxError, keyDigest, keyNameProblem, parseConfig, repeatedMembers, type Config } from '../config/index.js';
-import { fsyncDir, writeNewFileSynced } from '../core/index.js';
+import { ConfigError, MAX_CONFIG_BYTES, escapeKeyName, jsonSyntaxError, keyDigest, keyNameProblem, parseConfig, repeatedMembers, type Config } from '../config/index.js';
+import { FileTooLargeError, NotRegularFileError, fsyncDir, readRegularFileSync, writeNewFileSynced } from '../core/index.js';
 import type { DataLock } from '../store/index.js';
 import { UsageError, type Io } from './args.js';
 import { ConfigLockError, lockConfig } from './config-lock.js';
@@ -160,7 +160,13 @@ function configFile(flag: string | undefined, env: NodeJS.ProcessEnv): string {
       : `${path}: cannot read the config file: file not found`);
   }
   // Through a link, the file it points to is the one changed (the link stays a link).
-  return realpathSync(path);
+  const real = realpathSync(path);
+  // Refused before its lock is taken (no `<file>.lock` beside a device) and before a read
+  // that would never end: a FIFO blocks, /dev/zero never stops giving bytes. The service
+  // refuses such a file at start and on reload alike.
+  const st = statSync(real);
+  if (!st.isFile()) throw new Refused(`${real}: not usable as the config file: ${new NotRegularFileError(st).message}; nothing written`);
+  return real;
 }
 
 /** What the file holds: its bytes, the byte order mark it starts with (or ''), the JSON text after it. */
@@ -174,7 +180,14 @@ interface ConfigText {
 const BOM = '\uFEFF';
 
 function readConfig(file: string): ConfigText {
-  const bytes = readFileSync(file);
+  let bytes: Buffer;
+  try {
+    // Checked again as it is opened: the path may have been swapped for a FIFO or a device.
+    bytes = readRegularFileSync(file, MAX_CONFIG_BYTES);
+  } catch (err) {
+    if (err instanceof NotRegularFileError || err instanceof FileTooLargeError) throw new Refused(`${file}: not usable as the config file: ${err.message}; nothing written`);
+    throw err;
+  }
   const whole = bytes.toString('utf8');
   if (!Buffer.from(whole, 'utf8').equals(bytes)) throw new Refused(`${file}: not valid UTF-8; it cannot be changed without changing other bytes`);
   // As the service reads it (load.ts): a UTF-8 byte order mark is ignored, and written back.

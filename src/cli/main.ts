@@ -2,7 +2,7 @@
 // default, start the server, print the ready line, and handle signals.
 // main() returns an exit code; nothing in here calls process.exit.
 import cluster from 'node:cluster';
-import { batchingSink, jsonLogger, safeStderr, safeStdout } from '../core/index.js';
+import { batchingSink, jsonLogger, safeStderr, safeStdout, stdoutLine } from '../core/index.js';
 import { startWithConfig, type PetstoreHandle } from '../server/index.js';
 import { USAGE, UsageError, inMemoryWarning, invokedAs, parse, resolveOptions, type Io, type Resolved } from './args.js';
 import { runPrimary } from './cluster.js';
@@ -11,10 +11,12 @@ import { readSeedFile } from './seed.js';
 import { describeStartError, startOptions } from './start-options.js';
 import { isClusterWorker, runWorker } from './worker.js';
 import { onSignals } from './signals.js';
+import { startLine } from './places.js';
+import { settleThenExit } from './stdio-exit.js';
 
 const processIo: Io = {
   // A closed pipe on either must not stop the service (see stdio.ts).
-  out: (line) => safeStdout()(`${line}\n`),
+  out: (line) => stdoutLine()(`${line}\n`),
   err: (line) => safeStderr()(`${line}\n`),
 };
 
@@ -57,24 +59,26 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   // The handlers go in before the ready line: a harness may send SIGTERM the moment it reads
   // the line, and a signal without a handler would kill the process instead of stopping it.
   const signals = waitForSignals(handle, resolved, io);
+  io.err(startLine(resolved));
   io.out(`petstore listening on ${handle.url}`);
   out.release();
-  const code = await signals;
+  const { code, at } = await signals;
   out.flush();
-  return code;
+  return settleThenExit(code, at);
 }
 
-/** Serve until SIGTERM or SIGINT; SIGHUP reloads the config file (a bad one is refused). */
-function waitForSignals(handle: PetstoreHandle, resolved: Resolved, io: Io): Promise<number> {
+/** Serve until SIGTERM or SIGINT (resolves with the exit code and when the stop began); SIGHUP reloads the config file (a bad one is refused). */
+function waitForSignals(handle: PetstoreHandle, resolved: Resolved, io: Io): Promise<{ code: number; at: number }> {
   return new Promise((done) => {
     let stopping = false;
     const stop = (signal: string): void => {
       if (stopping) return;
       stopping = true;
+      const at = performance.now();
       io.err(`petstore: ${signal} received, finishing in-flight requests`);
       handle.close().then(
-        () => { cleanup(); done(0); },
-        (err: unknown) => { io.err(`petstore: error while stopping: ${describeStartError(err)}`); cleanup(); done(1); },
+        () => { cleanup(); done({ code: 0, at }); },
+        (err: unknown) => { io.err(`petstore: error while stopping: ${describeStartError(err)}`); cleanup(); done({ code: 1, at }); },
       );
     };
     const reload = (): void => {

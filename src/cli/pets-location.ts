@@ -38,3 +38,10 @@ export function petsLocation(
   if (dataEnv !== undefined) return { store: undefined, dataFile: resolve(dataEnv) };
   return { store: config.store, dataFile: config.dataFile };
 }
+
+/** Which flag or variable gave the store URL petsLocation chose; undefined: the config file. */
+export function storeSetting(flags: Readonly<Record<string, string | boolean | undefined>>, env: NodeJS.ProcessEnv): string | undefined {
+  if (typeof flags.store === 'string') return '--store';
+  if (env.PETSTORE_STORE) return 'PETSTORE_STORE';
+  return undefined;
+}

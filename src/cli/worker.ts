@@ -11,6 +11,7 @@ import type { Io, Resolved } from './args.js';
 import { readSeedFile } from './seed.js';
 import { describeStartError, startOptions } from './start-options.js';
 import { onSignals } from './signals.js';
+import { settleThenExit } from './stdio-exit.js';
 
 /** Set by the primary in its workers' environment (with the two below). */
 export const WORKER_ENV = 'PETSTORE_CLUSTER_WORKER';
@@ -20,6 +21,8 @@ export const PORT_ENV = 'PETSTORE_CLUSTER_PORT';
 export const SLOT_ENV = 'PETSTORE_CLUSTER_SLOT';
 /** "1" in the first worker of a start only: it adds the --seed pets, once for the service. */
 export const SEED_ENV = 'PETSTORE_CLUSTER_SEED';
+/** The primary's count of SIGHUPs when it forked this worker (its config read is newer). */
+export const GENERATION_ENV = 'PETSTORE_CLUSTER_GENERATION';
 
 export function isClusterWorker(env: NodeJS.ProcessEnv): boolean {
   return cluster.isWorker && env[WORKER_ENV] === '1';
@@ -36,9 +39,11 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
   let finish: (code: number) => void = () => undefined;
   const finished = new Promise<number>((resolve) => { finish = resolve; });
 
+  let stopAt = 0;
   const stop = (why: string): void => {
     if (stopRequested) return;
     stopRequested = true;
+    stopAt = performance.now();
     if (handle === undefined) return; // still starting: stopped as soon as it is up
     if (why !== 'stop') say(`${why}, finishing in-flight requests`);
     handle.close().then(
@@ -46,8 +51,13 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
       (err: unknown) => { say(`error while stopping: ${describeStartError(err)}`); finish(1); },
     );
   };
+  // The config read at start covers the SIGHUPs counted at the fork; `heard` is the newest
+  // one told since, `covered` the newest one the config in force has seen.
+  const forked = Number(env[GENERATION_ENV] ?? 0);
+  let heard = forked;
+  let covered = forked;
   const reload = (): void => {
-    if (handle === undefined) return; // still starting: it reads the file as it is now
+    if (handle === undefined) return; // still starting: caught up before it listens (catchUp)
     if (typeof resolved.configSource !== 'string') {
       say('reload ignored: running on the built-in config, there is no file to reload');
       return;
@@ -60,8 +70,31 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
   const onMessage = (m: unknown): void => {
     if (!isPrimaryMessage(m)) return;
     if (m.petstore === 'release') out.release();
-    else if (m.petstore === 'reload') reload();
+    else if (m.petstore === 'reload') {
+      heard = Math.max(heard, m.generation);
+      reload();
+      if (handle !== undefined) covered = heard;
+    }
     else if (m.petstore === 'stop') stop('stop');
+  };
+  /**
+   * Once the backends are open (which may take seconds: an engine slow to answer), before the
+   * port is taken: the file is read again, so that a key revoked and a SIGHUP sent while this
+   * worker started are in force for its first request. Again while more SIGHUPs come.
+   */
+  const catchUp = async (apply: () => Promise<void>): Promise<void> => {
+    if (typeof resolved.configSource !== 'string') return;
+    do {
+      const target = heard;
+      try {
+        await apply();
+        if (target > forked) say(`config reloaded from ${resolved.configSource} before serving (a SIGHUP came while this worker started)`);
+      } catch (err) {
+        // As a running worker would: the config in force stays (the others refused it too).
+        if (target > forked) say(`config reload refused, the old config stays in force: ${describeStartError(err)}`);
+      }
+      covered = target;
+    } while (covered < heard);
   };
   const onDisconnect = (): void => stop('the primary is gone');
   process.on('message', onMessage);
@@ -82,14 +115,20 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
   try {
     const seed = env[SEED_ENV] === '1' && resolved.seedFile !== undefined ? await readSeedFile(resolved.seedFile) : undefined;
     const port = env[PORT_ENV] === undefined ? resolved.port : Number(env[PORT_ENV]);
-    handle = await startWithConfig({ ...startOptions(resolved, env, logger, seed), port }, resolved.config, peers);
+    handle = await startWithConfig({ ...startOptions(resolved, env, logger, seed), port }, resolved.config, peers, catchUp);
   } catch (err) {
     out.drainTo(safeStderr());
     say(describeStartError(err));
     cleanup();
     return 1;
   }
-  const ready: WorkerMessage = { petstore: 'ready', url: handle.url };
+  // A reload told between the catch-up and the listen: applied now (the primary also tells
+  // again one this worker reports not to have seen).
+  if (heard > covered) {
+    covered = heard;
+    reload();
+  }
+  const ready: WorkerMessage = { petstore: 'ready', url: handle.url, generation: covered };
   if (process.connected) process.send?.(ready);
   if (stopRequested) {
     stopRequested = false;
@@ -99,5 +138,5 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
   out.release();
   out.flush();
   cleanup();
-  return code;
+  return settleThenExit(code, stopAt);
 }

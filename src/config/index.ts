@@ -7,6 +7,6 @@ export { CONFIG_FIELDS, type ConfigField, type ConfigFieldName } from './fields.
 export { keyDigest } from './digest.js';
 export { escapeKeyName, keyNameProblem } from './key-name.js';
 export { parseConfig } from './parse.js';
-export { loadConfigFile, repeatedMembers } from './load.js';
+export { MAX_CONFIG_BYTES, loadConfigFile, repeatedMembers } from './load.js';
 export { limitsUrlProblem } from './limits-url.js';
 export { jsonSyntaxError } from './json-syntax.js';

@@ -1,14 +1,29 @@
-// stdout and stderr that a closed reader cannot take the service down with. A harness that
-// reads the ready line and closes the pipe, or a log collector that restarts, makes the next
-// write fail (EPIPE); node reports that as an 'error' event on the stream, and an 'error'
-// event nobody listens to ends the process.
+// stdout and stderr that neither a closed reader nor an absent one can take the service down
+// with.
 //
-// The two writers are per process, like the streams they guard, so that every logger of
-// every instance shares one listener per stream.
+// A closed reader (a harness that reads the ready line and closes the pipe, a log collector
+// that restarts) makes the next write fail (EPIPE); node reports that as an 'error' event on
+// the stream, and an 'error' event nobody listens to ends the process.
+//
+// An absent reader (a harness that keeps the pipe open and never reads it) fills the kernel's
+// pipe buffer; node then queues every further write in memory, without bound, and its pending
+// writes keep the process alive after a stop. So the log goes through a bound: past
+// MAX_QUEUED_LOG_BYTES waiting in the stream, log lines are dropped and counted, and once the
+// reader has taken everything a warn line says how many were lost. The lines that must never
+// be lost (the ready line, a key printed once) are few and short, and are written whatever
+// is queued. A stop waits a bounded time for the reader (settleStdio), then gives up on it.
+//
+// The writers are per process, like the streams they guard, so that every logger of every
+// instance shares one listener per stream.
+import { jsonLogger } from './log.js';
 
 export type Write = (chunk: string) => void;
 
-let stdout: Write | undefined;
+/** Log bytes that may wait in stdout for a reader before further log lines are dropped. */
+export const MAX_QUEUED_LOG_BYTES = 1024 * 1024;
+
+let stdoutAlways: Write | undefined;
+let stdoutLog: Write | undefined;
 let stderr: Write | undefined;
 
 /**
@@ -27,16 +42,94 @@ export function guardedWriter(stream: NodeJS.WritableStream, onFail: (err: NodeJ
   };
 }
 
-/** process.stdout, guarded; a failure is reported once on stderr. */
-export function safeStdout(): Write {
-  stdout ??= guardedWriter(process.stdout, (err) => {
-    safeStderr()(`petstore: stdout failed (${err.code ?? err.message}); log lines are dropped from now on, the service keeps serving\n`);
-  });
-  return stdout;
+/** What boundedWriter needs of a stream: how much waits in it, and its 'drain' event. */
+export interface Queue {
+  readonly writableLength: number;
+  once(event: 'drain', fn: () => void): unknown;
 }
 
-/** process.stderr, guarded. */
+/**
+ * `write`, unless more than maxQueuedBytes already wait in `queue`: then the chunk (whole
+ * log lines) is dropped and its lines counted, and once the queue has drained `onResume` is
+ * told the count (it writes the warn line).
+ */
+export function boundedWriter(queue: Queue, write: Write, maxQueuedBytes: number, onResume: (droppedLines: number) => void): Write {
+  let dropped = 0;
+  let waiting = false;
+  return (chunk) => {
+    if (queue.writableLength <= maxQueuedBytes) {
+      write(chunk);
+      return;
+    }
+    dropped += lineCount(chunk);
+    if (waiting) return;
+    waiting = true;
+    queue.once('drain', () => {
+      waiting = false;
+      const n = dropped;
+      dropped = 0;
+      if (n > 0) onResume(n);
+    });
+  };
+}
+
+function lineCount(chunk: string): number {
+  let n = 0;
+  for (let i = chunk.indexOf('\n'); i !== -1; i = chunk.indexOf('\n', i + 1)) n++;
+  return n === 0 ? 1 : n;
+}
+
+function guardedStdout(): Write {
+  stdoutAlways ??= guardedWriter(process.stdout, (err) => {
+    safeStderr()(`petstore: stdout failed (${err.code ?? err.message}); log lines are dropped from now on, the service keeps serving\n`);
+  });
+  return stdoutAlways;
+}
+
+/**
+ * process.stdout for log lines: guarded, and bounded (MAX_QUEUED_LOG_BYTES); a failure is
+ * reported once on stderr, lines dropped for want of a reader are counted in a warn line.
+ */
+export function safeStdout(): Write {
+  if (stdoutLog === undefined) {
+    const write = guardedStdout();
+    stdoutLog = boundedWriter(process.stdout, write, MAX_QUEUED_LOG_BYTES, (droppedLines) => {
+      jsonLogger('warn', write).log('warn', 'log lines dropped: stdout was not read fast enough', { dropped: droppedLines, maxQueuedBytes: MAX_QUEUED_LOG_BYTES });
+    });
+  }
+  return stdoutLog;
+}
+
+/** process.stdout, guarded but never dropped: the ready line, a key printed once, --help. */
+export function stdoutLine(): Write {
+  return guardedStdout();
+}
+
+/** process.stderr, guarded (one line per start, stop or reload: nothing to bound). */
 export function safeStderr(): Write {
   stderr ??= guardedWriter(process.stderr);
   return stderr;
+}
+
+/**
+ * Resolves true once stdout and stderr have handed everything to their readers, or false
+ * after timeoutMs (nobody reads them). Then the process can only end by process.exit: node's
+ * pending writes to a pipe keep it alive for as long as the pipe stays full.
+ */
+export function settleStdio(timeoutMs: number): Promise<boolean> {
+  const streams = [process.stdout, process.stderr];
+  const pending = (): boolean => streams.some((s) => !s.destroyed && s.writableLength > 0);
+  if (!pending()) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => finish(false), timeoutMs);
+    const check = (): void => {
+      if (!pending()) finish(true);
+    };
+    const finish = (ok: boolean): void => {
+      clearTimeout(timer);
+      for (const s of streams) s.off('drain', check);
+      resolve(ok);
+    };
+    for (const s of streams) s.on('drain', check);
+  });
 }

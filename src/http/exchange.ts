@@ -5,7 +5,7 @@ import type { AdminControl, AdminRoute, Faults, HandlerContext, RouteSpec } from
 import type { Config } from '../config/index.js';
 import type { ApiError, Clock, Logger } from '../core/index.js';
 import type { Limiter } from '../limits/index.js';
-import type { MetricsRecorder, MetricsSnapshot } from '../metrics/index.js';
+import type { MetricsRecorder } from '../metrics/index.js';
 import type { PetStore } from '../store/index.js';
 import type { PendingBodies } from './body.js';
 import type { Router } from './router.js';
@@ -25,8 +25,8 @@ export interface AppDeps {
   readonly routes: readonly RouteSpec[];
   /** Records every answer for GET /metrics; undefined: metrics are off (and /metrics unknown). */
   readonly metrics?: MetricsRecorder;
-  /** With several workers: the other workers' snapshots, merged with this one's into a scrape of the whole service. */
-  readonly peerMetrics?: () => Promise<readonly MetricsSnapshot[]>;
+  /** The scrape's text (with workers, of the whole service), made and cached by the metrics part; undefined: the recorder's own snapshot. */
+  readonly scrape?: () => string | Promise<string>;
   /** What /__admin acts on; those paths exist only while the config names an admin key. */
   readonly admin?: AdminControl;
 }

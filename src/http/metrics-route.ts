@@ -2,7 +2,7 @@
 // limit; answered beside send() (its own content type) and not counted itself, so that a
 // scrape every few seconds does not show up in the request figures it reports.
 import { ApiError } from '../core/index.js';
-import { EXPOSITION_CONTENT_TYPE, mergeSnapshots, render, type MetricsSnapshot } from '../metrics/index.js';
+import { EXPOSITION_CONTENT_TYPE, render } from '../metrics/index.js';
 import { boundUnreadBody } from './drain.js';
 import type { Exchange, Instance } from './exchange.js';
 import { fail } from './failure.js';
@@ -17,18 +17,18 @@ export function answerMetrics(app: Instance, x: Exchange, method: string): Promi
   if (recorder === undefined) return undefined; // not reached: app.ts routes here only with metrics on
   const rh = x.req.headers;
   if (rh['content-length'] !== undefined || rh['transfer-encoding'] !== undefined) boundUnreadBody(x);
-  const peers = app.deps.peerMetrics;
-  if (peers === undefined) {
-    write(x, recorder.snapshot());
+  // The text comes made (and cached for a short time: metrics/scrape-cache.ts), so that a
+  // flood of scrapes costs the API little; without a scrape function, this recorder's own.
+  const scrape = app.deps.scrape;
+  const text = scrape === undefined ? render(recorder.snapshot()) : scrape();
+  if (typeof text === 'string') {
+    write(x, text);
     return undefined;
   }
-  // With workers, one scrape sees the whole service: the others' figures summed with these.
-  const own = recorder.snapshot();
-  return peers().then((others) => write(x, mergeSnapshots([own, ...others])));
+  return text.then((body) => write(x, body));
 }
 
-function write(x: Exchange, snapshot: MetricsSnapshot): void {
-  const body = render(snapshot);
+function write(x: Exchange, body: string): void {
   x.res.writeHead(200, {
     'content-type': EXPOSITION_CONTENT_TYPE,
     'content-length': String(Buffer.byteLength(body)),

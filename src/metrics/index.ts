@@ -5,3 +5,5 @@ export { ServiceMetrics, UNKNOWN_OPERATION } from './registry.js';
 export type { MetricsOptions, StoreFigures } from './registry.js';
 export { EXPOSITION_CONTENT_TYPE, escapeLabelValue, render } from './exposition.js';
 export { mergeSnapshots } from './merge.js';
+export { SCRAPE_MAX_AGE_MS, ScrapeCache, cachedScrape, isSnapshot } from './scrape-cache.js';
+export type { ScrapeCacheOptions } from './scrape-cache.js';

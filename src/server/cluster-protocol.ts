@@ -1,15 +1,26 @@
 // The messages between the primary of `--workers N` and its workers (node:cluster IPC). The
 // primary serves no requests and knows nothing of metrics or faults: it starts, stops and
 // restarts workers, and relays a worker's question to every other worker and their answers
-// back (a scrape that sums the whole service, a fault set through one worker armed in all).
+// back (a scrape that sums the whole service, a fault set through one worker armed in all);
+// for a scrape it keeps the last gather a short time, so that a flood of scrapes through
+// every worker costs one round of snapshots per window.
 // Every message carries `petstore`, so that nothing else on the channel is taken for one.
 
 /** Worker -> primary. */
 export type WorkerMessage =
-  /** Listening (the port is the one the primary holds for every worker). */
-  | { readonly petstore: 'ready'; readonly url: string }
+  /**
+   * Listening (the port is the one the primary holds for every worker), with the config as of
+   * `generation`: the reloads (SIGHUPs) the primary had counted when this worker last read it.
+   */
+  | { readonly petstore: 'ready'; readonly url: string; readonly generation: number }
   /** Ask every other worker `what`; the primary answers with `answers` (same id). */
   | { readonly petstore: 'ask'; readonly id: number; readonly what: string; readonly payload: unknown }
+  /**
+   * Every worker's answer to `what`, this one's included, from a gather the primary made no
+   * more than maxAgeMs ago, or shares with the asks under way: one gather serves every worker
+   * for that window (scrapes). Answered with `answers` (same id).
+   */
+  | { readonly petstore: 'gather'; readonly id: number; readonly what: string; readonly maxAgeMs: number }
   /** The answer to an `asked`. */
   | { readonly petstore: 'answer'; readonly id: number; readonly payload: unknown }
   /** Tell every other worker, no answer wanted. */
@@ -23,15 +34,15 @@ export type PrimaryMessage =
   | { readonly petstore: 'told'; readonly what: string; readonly payload: unknown }
   /** The ready line is out: the worker's held log lines may follow it. */
   | { readonly petstore: 'release' }
-  /** Reload the config file (the primary got SIGHUP). */
-  | { readonly petstore: 'reload' }
+  /** Reload the config file (the primary got SIGHUP, its `generation`-th): sent to starting workers too. */
+  | { readonly petstore: 'reload'; readonly generation: number }
   /** Stop gracefully and exit (the primary got SIGTERM or SIGINT). */
   | { readonly petstore: 'stop' };
 
 /** How long the primary waits for the other workers' answers; a worker that is busy starting or stopping is left out. */
 export const ASK_TIMEOUT_MS = 2_000;
 
-const WORKER_KINDS = new Set(['ready', 'ask', 'answer', 'tell']);
+const WORKER_KINDS = new Set(['ready', 'ask', 'gather', 'answer', 'tell']);
 const PRIMARY_KINDS = new Set(['asked', 'answers', 'told', 'release', 'reload', 'stop']);
 
 export function isWorkerMessage(m: unknown): m is WorkerMessage {

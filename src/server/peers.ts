@@ -7,6 +7,11 @@ import { ASK_TIMEOUT_MS, isPrimaryMessage, type PrimaryMessage, type WorkerMessa
 export interface Peers {
   /** Asks every other worker; resolves with the answers that came (possibly none). */
   ask(what: string, payload?: unknown): Promise<unknown[]>;
+  /**
+   * Every worker's answer to `what`, this one's included, from a gather no older than
+   * maxAgeMs (shared by every worker); alone, or the primary gone: no answers.
+   */
+  gather(what: string, maxAgeMs: number): Promise<unknown[]>;
   /** Tells every other worker; no answer. */
   tell(what: string, payload?: unknown): void;
   /** How this worker answers the others' asks of `what`. */
@@ -41,7 +46,15 @@ export class WorkerPeers implements Peers {
   }
 
   ask(what: string, payload?: unknown): Promise<unknown[]> {
-    if (!this.#send({ petstore: 'ask', id: this.#nextId, what, payload })) return Promise.resolve([]);
+    return this.#request({ petstore: 'ask', id: this.#nextId, what, payload });
+  }
+
+  gather(what: string, maxAgeMs: number): Promise<unknown[]> {
+    return this.#request({ petstore: 'gather', id: this.#nextId, what, maxAgeMs });
+  }
+
+  #request(message: Extract<WorkerMessage, { id: number }>): Promise<unknown[]> {
+    if (!this.#send(message)) return Promise.resolve([]);
     const id = this.#nextId++;
     return new Promise((resolve) => {
       // The primary answers within ASK_TIMEOUT_MS; should it die meanwhile, this still ends.

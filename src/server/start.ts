@@ -9,7 +9,7 @@ import { asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, sys
 import type { Logger } from '../core/index.js';
 import { answerClientError, createApp, orderPipelined, refuseConnect } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
-import { ServiceMetrics, type MetricsSnapshot } from '../metrics/index.js';
+import { SCRAPE_MAX_AGE_MS, ServiceMetrics, cachedScrape } from '../metrics/index.js';
 import { hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore } from '../store/index.js';
 import { StartError, type PetstoreHandle, type StartOptions } from './contract.js';
 import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js';
@@ -38,9 +38,12 @@ export function startPetstore(options: StartOptions = {}): Promise<PetstoreHandl
 /**
  * startPetstore, with the config already read and checked when the caller had to read it
  * first (the command line, for its port and data file): a file is read once at start.
- * options.config still names what a reload re-reads.
+ * options.config still names what a reload re-reads. beforeListen (a worker of --workers N)
+ * runs once the backends are open, before the port is taken, with the reload to catch up with.
  */
-export async function startWithConfig(options: StartOptions, loaded: Config | undefined, peers?: Peers): Promise<PetstoreHandle> {
+export async function startWithConfig(
+  options: StartOptions, loaded: Config | undefined, peers?: Peers, beforeListen?: (reload: () => Promise<void>) => Promise<void>,
+): Promise<PetstoreHandle> {
   let config = loaded ?? await resolveConfig(options.config);
   // node:cluster forks the running script with its arguments: the command line's, not an
   // embedder's program, which would start again from its top in every worker.
@@ -94,6 +97,33 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     faultsShared: faults instanceof SharedFaults ? () => faults.shared() : undefined,
   };
   let server: Server | undefined;
+  // Reloads run one at a time, each reading the file only after the one before is applied:
+  // two quick SIGHUPs must leave the file read last in force, never the older one (whose
+  // read may finish later). A refused reload does not stop the ones queued after it.
+  let reloads: Promise<void> = Promise.resolve();
+
+  /** Reads and checks everything first; then swaps in one step that cannot throw. */
+  const applyReload = async (source: StartOptions['config']): Promise<void> => {
+    const next = await resolveConfig(source ?? options.config);
+    checkConfiguration(next.ban);
+    checkConfiguration(next.ban, next.anonymousTableSize);
+    const kept = new Set(next.keys.keys());
+    const ignored = restartOnlyChanges(config, next);
+    config = next;
+    if (server !== undefined) server.maxConnections = next.maxConnections;
+    // Keys that still exist keep their buckets and bans; revoked keys are forgotten.
+    keyLimiter.retain(kept);
+    keyLimiter.configure(next.ban);
+    addressLimiter.configure(next.ban, next.anonymousTableSize);
+    if (ignored.length > 0) logger.log('warn', 'config reloaded; changes to these fields take effect only after a restart', { fields: ignored });
+  };
+
+  const reload = (source: StartOptions['config']): Promise<void> => {
+    const done = reloads.then(() => applyReload(source));
+    reloads = done.catch(() => undefined);
+    return done;
+  };
+
   let stopping = false;
   try {
     if (options.seed?.length) await store.seed(options.seed).catch((err: unknown) => { throw asStartError('seed', err); });
@@ -109,7 +139,7 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     }
     const app = createApp({
       store, clock, logger, keyLimiter, addressLimiter, routes, metrics, admin,
-      peerMetrics: peers === undefined ? undefined : async () => (await peers.ask('metrics')).filter(isSnapshot),
+      scrape: metrics === undefined ? undefined : cachedScrape(metrics, peers === undefined ? undefined : () => peers.gather('metrics', SCRAPE_MAX_AGE_MS)),
       config: () => config,
       // Read per request, so that a reload that changes the environments moves the links too.
       get publicBase() {
@@ -148,6 +178,9 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
     server.maxHeadersCount = 0;
     server.on('connect', refuseConnect);
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
+    // A worker of --workers N catches up with the config here, its backends open and no
+    // request served yet: a SIGHUP that came while it started is applied before it listens.
+    if (beforeListen !== undefined) await beforeListen(() => reload(options.config));
     await listen(server, options.port ?? config.port, options.host ?? config.host);
   } catch (err) {
     server?.close();
@@ -163,27 +196,6 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const listening = server;
   let closing: Promise<void> | undefined;
-  // Reloads run one at a time, each reading the file only after the one before is applied:
-  // two quick SIGHUPs must leave the file read last in force, never the older one (whose
-  // read may finish later). A refused reload does not stop the ones queued after it.
-  let reloads: Promise<void> = Promise.resolve();
-
-  /** Reads and checks everything first; then swaps in one step that cannot throw. */
-  const reload = async (source: StartOptions['config']): Promise<void> => {
-    const next = await resolveConfig(source ?? options.config);
-    checkConfiguration(next.ban);
-    checkConfiguration(next.ban, next.anonymousTableSize);
-    const kept = new Set(next.keys.keys());
-    const ignored = restartOnlyChanges(config, next);
-    config = next;
-    listening.maxConnections = next.maxConnections;
-    // Keys that still exist keep their buckets and bans; revoked keys are forgotten.
-    keyLimiter.retain(kept);
-    keyLimiter.configure(next.ban);
-    addressLimiter.configure(next.ban, next.anonymousTableSize);
-    if (ignored.length > 0) logger.log('warn', 'config reloaded; changes to these fields take effect only after a restart', { fields: ignored });
-  };
-
   return {
     url: `http://${host}:${address.port}/v1`,
     port: address.port,
@@ -204,16 +216,6 @@ export async function startWithConfig(options: StartOptions, loaded: Config | un
       const stored = await store.seed(pets);
       return stored.map((s) => ({ ...s.pet }));
     },
-    reload(source) {
-      const done = reloads.then(() => reload(source));
-      reloads = done.catch(() => undefined);
-      return done;
-    },
+    reload,
   };
-}
-
-
-/** A worker's answer to a scrape: a snapshot (a worker without metrics answers nothing). */
-function isSnapshot(v: unknown): v is MetricsSnapshot {
-  return typeof v === 'object' && v !== null && Array.isArray((v as { families?: unknown }).families);
 }

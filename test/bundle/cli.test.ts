@@ -252,3 +252,43 @@ test('SIGTERM sent the moment the ready line is read stops the service cleanly (
     assert.deepEqual(exit, { code: 0, signal: null }, `run ${i + 1}: the signal found its handler`);
   }
 });
+
+test('the start line says where pets and limits live: memory, data file, this process, a limits file', async () => {
+  const dir = tempDir();
+  let srv = await startBundle(['--memory'], { cwd: dir });
+  assert.match(srv.stderr(), /^petstore: no \.\/petstore\.config\.json; using the built-in demo config \(demo keys, do not expose\); pets in memory only, lost at exit; rate limits in this process only, full again at every restart$/m);
+  assert.equal(await srv.stop(), 0);
+  const config = writeConfig(dir);
+  const data = join(dir, 'pets.json');
+  srv = await startBundle(['--config', config, '--data', data], { cwd: dir });
+  assert.ok(srv.stderr().includes(`petstore: config ${config}; pets in the data file ${data}; rate limits in this process, keys' day budgets and bans kept in ${data}.limits.json`), srv.stderr());
+  assert.equal(await srv.stop(), 0);
+});
+
+test('--store without a config file: the start never says the pets are in memory, and never prints the password', async () => {
+  // Nothing listens on port 1: the start fails, after saying what it tried.
+  const r = await runBundle(['--port', '0', '--store', 'postgres://app:hunter2-secret@127.0.0.1:1/pets'], { cwd: tempDir() });
+  assert.equal(r.code, 1, r.stderr);
+  assert.doesNotMatch(r.stderr, /in memory/);
+  assert.doesNotMatch(r.stderr + r.stdout, /hunter2/);
+  assert.match(r.stderr, /PostgreSQL/);
+});
+
+test('a URL with a bad percent-encoding is named by its setting, not "URI malformed", and never quoted', async () => {
+  const dir = tempDir();
+  const configDir = (extra: Record<string, unknown>): string => writeConfig(tempDir(), testConfig(extra));
+  const cases: Array<{ args: string[]; env?: NodeJS.ProcessEnv; code: number; says: RegExp }> = [
+    { args: ['--store', 'postgres://app:%zzsecret@127.0.0.1:1/pets'], code: 2, says: /--store: the password in the URL has a bad percent-encoding/ },
+    { args: [], env: { PETSTORE_STORE: 'postgres://app%zzsecret:p@127.0.0.1:1/pets' }, code: 2, says: /PETSTORE_STORE: the user name in the URL has a bad percent-encoding/ },
+    { args: ['--memory', '--limits', 'redis://:%zzsecret@127.0.0.1:1/0'], code: 2, says: /--limits: the password in the URL has a bad percent-encoding/ },
+    { args: ['--memory'], env: { PETSTORE_LIMITS: 'redis://:%zzsecret@127.0.0.1:1/0' }, code: 2, says: /PETSTORE_LIMITS: the password/ },
+    { args: ['--config', configDir({ store: 'postgres://app:%zzsecret@127.0.0.1:1/pets' })], code: 1, says: /petstore\.config\.json: invalid config:\n {2}- "store": the password in the URL has a bad percent-encoding/ },
+    { args: ['--memory', '--config', configDir({ limits: 'redis://:%zzsecret@127.0.0.1:1/0' })], code: 1, says: /- "limits": the password in the URL/ },
+  ];
+  for (const c of cases) {
+    const r = await runBundle(['--port', '0', ...c.args], { cwd: dir, env: c.env });
+    assert.equal(r.code, c.code, r.stderr);
+    assert.match(r.stderr, c.says);
+    assert.doesNotMatch(r.stderr, /URI malformed|zzsecret/);
+  }
+});

@@ -3,9 +3,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, call, runBundle, startBundle, tempDir, testConfig, writeConfig, KEYS } from '../helpers.js';
+import { BUNDLE, ROOT, call, runBundle, startBundle, tempDir, testConfig, writeConfig, KEYS } from '../helpers.js';
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
@@ -233,4 +234,42 @@ test('a config that is not JSON: placed by line and column as a start places it,
   assert.equal(r.code, 1);
   assert.match(r.stderr, /not valid JSON at line 2, column 44: expected a value, found a letter/);
   assert.ok(!r.stderr.includes('secret-key-1'));
+});
+
+describe('a config path that is not a regular file is refused at once, and no lock is left', () => {
+  /** The keys command, killed if it has not ended within 10 s (a read of /dev/zero never ends). */
+  function bounded(args: readonly string[], cwd: string): Promise<{ code: number | null; stderr: string; killed: boolean }> {
+    const proc = spawn(process.execPath, [BUNDLE, 'keys', ...args], { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    let killed = false;
+    proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    const timer = setTimeout(() => { killed = true; proc.kill('SIGKILL'); }, 10_000);
+    return new Promise((resolve) => proc.on('exit', (code) => { clearTimeout(timer); resolve({ code, stderr, killed }); }));
+  }
+
+  const shapes: Array<{ name: string; make: (dir: string) => string; says: RegExp; lock: (path: string) => string }> = [
+    { name: '/dev/zero', make: () => '/dev/zero', says: /\/dev\/zero: not usable as the config file: it is not a regular file but a character device/, lock: () => '/dev/zero.lock' },
+    { name: 'a FIFO', make: (dir) => { const p = join(dir, 'fifo.json'); execFileSync('mkfifo', [p]); return p; }, says: /fifo\.json: not usable as the config file: it is not a regular file but a named pipe \(FIFO\)/, lock: (p) => `${p}.lock` },
+    { name: 'a symlink to a FIFO', make: (dir) => { const p = join(dir, 'real.fifo'); execFileSync('mkfifo', [p]); symlinkSync(p, join(dir, 'link.json')); return join(dir, 'link.json'); }, says: /real\.fifo: not usable as the config file: it is not a regular file but a named pipe/, lock: (p) => `${p.replace('link.json', 'real.fifo')}.lock` },
+    { name: 'a symlink to /dev/zero', make: (dir) => { symlinkSync('/dev/zero', join(dir, 'zero.json')); return join(dir, 'zero.json'); }, says: /\/dev\/zero: not usable as the config file: it is not a regular file but a character device/, lock: () => '/dev/zero.lock' },
+    { name: 'a directory', make: (dir) => { mkdirSync(join(dir, 'conf.d')); return join(dir, 'conf.d'); }, says: /conf\.d: not usable as the config file: it is not a regular file but a directory/, lock: (p) => `${p}.lock` },
+  ];
+  for (const shape of shapes) {
+    for (const args of [['add', '--plan', 'pro', '--name', 'x'], ['revoke', 'ci'], ['list']]) {
+      test(`${shape.name}: keys ${args[0]}`, async () => {
+        const dir = tempDir();
+        const path = shape.make(dir);
+        const lock = shape.lock(path);
+        try {
+          const r = await bounded([...args, '--config', path], dir);
+          assert.equal(r.killed, false, 'it ended on its own');
+          assert.equal(r.code, 1, r.stderr);
+          assert.match(r.stderr, shape.says);
+          assert.equal(existsSync(lock), false, `no ${lock} left`);
+        } finally {
+          rmSync(lock, { force: true });
+        }
+      });
+    }
+  }
 });

@@ -101,6 +101,33 @@ describe('metrics on', () => {
     }
   });
 
+  test('a flood of concurrent scrapes costs one gather per second: the others get the same text', async () => {
+    const dir = tempDir();
+    const srv = await startBundle(['--memory', '--config', writeConfig(dir, testConfig({ metrics: true }))], { cwd: dir });
+    try {
+      const base = srv.url.replace(/\/v1$/, '');
+      const texts: string[] = [];
+      for (let round = 0; round < 3; round++) {
+        const answers = await Promise.all(Array.from({ length: 60 }, () => call(`${base}/metrics`, { headers: { connection: 'close' } })));
+        for (const a of answers) {
+          assert.equal(a.status, 200);
+          texts.push(a.text);
+        }
+      }
+      // Each gather's text differs (CPU seconds, memory, the loop's lag move): one each would
+      // give about 180 different texts.
+      const distinct = new Set(texts).size;
+      assert.ok(distinct <= 12, `${distinct} different texts in 180 scrapes`);
+      // Past the window, a scrape sees what was done since.
+      await call(`${srv.url}/pets`, { key: KEYS.pro });
+      await new Promise((r) => setTimeout(r, 1_100));
+      const after = await scrape(srv.url);
+      assert.equal(after.series.get(req('listPets', 200)), 1);
+    } finally {
+      await srv.stop();
+    }
+  });
+
   test('POST /metrics is a 405 naming GET and HEAD; HEAD has no body', async () => {
     const dir = tempDir();
     const srv = await startBundle(['--memory', '--config', writeConfig(dir, testConfig({ metrics: true }))], { cwd: dir });
