@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import { ManualClock } from '../../src/core/clock.js';
 import type { Limits, Logger, LogLevel } from '../../src/core/index.js';
-import { openRedisLimiter, type LimitResult, type RedisLimiter } from '../../src/limits/index.js';
+import { RedisLimiter, openRedisLimiter, openRedisLink, type LimitResult } from '../../src/limits/index.js';
 import { skipUnless } from '../support/engines.js';
 import { sleep } from '../support/free-port.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
@@ -197,5 +197,20 @@ describe('Redis limiter under load', { skip }, () => {
     assert.equal(count(all, 'temporarily_banned'), 20_000);
     const evalsha = Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1]);
     assert.ok(evalsha <= Math.ceil(20_000 / 256), `script runs: ${evalsha}`);
+  });
+});
+
+describe('Redis limiter: a charge queued when the link goes down', { skip }, () => {
+  it('is answered by the fallback, and the id is charged in Redis again once it is back', async (t) => {
+    const redis = await startRedis({ t });
+    const link = await openRedisLink(redis.url, { logger: recorder(), probeEveryMs: 50 });
+    const limiter = new RedisLimiter(link, { prefix: 'q:', clock: new ManualClock(), ban: BAN, ownsLink: true });
+    t.after(() => limiter.close());
+    const queued = limiter.take('a', FREE);
+    link.failed(new Error('gone for a moment'));
+    assert.equal((await queued).outcome, 'rate_limited', 'the fallback, empty for an id it never heard of');
+    await until('the probe brings the link back', () => limiter.shared);
+    const again = await Promise.race([limiter.take('a', FREE), sleep(5000).then(() => undefined)]);
+    assert.equal(again?.remaining, '59', 'answered by Redis, not left waiting on the failed charge');
   });
 });

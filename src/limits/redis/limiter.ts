@@ -195,6 +195,8 @@ export class RedisLimiter implements Limiter {
 
   /** Redis failed: the link logs it (once) and the fallback answers these requests. */
   #fail(c: Charge, err: unknown): void {
+    // Failed before it was sent (the link went down meanwhile): closed to new requests too.
+    if (this.#pending.get(c.id) === c) this.#pending.delete(c.id);
     this.#link.failed(err);
     for (const w of c.waiters) w(this.#fallback.take(c.id, c.limits));
   }

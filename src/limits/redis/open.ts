@@ -134,6 +134,9 @@ export async function openRedisLink(url: string, opts: RedisLinkOpenOptions): Pr
     await client.evalsha(SCRIPT_SHA, 0, PROBE);
   } catch (err) {
     if (err instanceof RedisStartError) throw err;
+    if (isAuthRefusal(err) && target.password === undefined) {
+      refuse(`Redis wants a password, and the URL gives none (${err.message}); give it as in redis://:password@host:6379/0`);
+    }
     if (isAuthRefusal(err)) {
       refuse(`Redis refuses the credentials (${err.message}); give the right user and password in the URL, as in redis://user:password@host:6379/0`);
     }
