@@ -7,7 +7,7 @@
 import { Redis } from 'ioredis';
 import { ManualClock } from '../../build/src/core/clock.js';
 import { silentLogger } from '../../build/src/core/index.js';
-import { openRedisLimiter } from '../../build/src/limits/index.js';
+import { RedisLimiter, openRedisLink } from '../../build/src/limits/index.js';
 import { startRedis } from '../../build/test/support/redis.js';
 
 const SECONDS = Number(process.argv[2] ?? 1);
@@ -22,8 +22,9 @@ async function evalCalls() {
   return Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0) + Number(/cmdstat_eval:calls=(\d+)/.exec(stats)?.[1] ?? 0);
 }
 
-async function run(name, limiter, width, idOf, limits) {
+async function run(name, [limiter, link], width, idOf, limits) {
   await admin.config('RESETSTAT');
+  const sent0 = link.sent.pipelines;
   global.gc?.();
   const heap0 = process.memoryUsage().heapUsed;
   let heapMax = heap0;
@@ -44,6 +45,7 @@ async function run(name, limiter, width, idOf, limits) {
     case: name,
     'takes/s': Math.round(takes / (ms / 1000)),
     'scripts/take': +(calls / takes).toFixed(4),
+    'round trips/take': +((link.sent.pipelines - sent0) / takes).toFixed(4),
     'CPU µs/take': +(((cpu.user + cpu.system) / takes)).toFixed(1),
     'heap peak MiB': +((heapMax - heap0) / 1048576).toFixed(1),
   };
@@ -51,14 +53,18 @@ async function run(name, limiter, width, idOf, limits) {
 
 const rows = [];
 try {
-  const keyed = await openRedisLimiter(redis.url, { prefix: 'b1:', clock: new ManualClock(), ban: { after: 20, seconds: 300 }, logger: silentLogger });
+  const open = async (prefix, ban) => {
+    const link = await openRedisLink(redis.url, { logger: silentLogger });
+    return [new RedisLimiter(link, { prefix, clock: new ManualClock(), ban, ownsLink: true }), link];
+  };
+  const keyed = await open('b1:', { after: 20, seconds: 300 });
   rows.push(await run('keyed', keyed, 64, (i) => `id${i}`, BIG));
   rows.push(await run('one-key', keyed, 64, () => 'hot', BIG));
-  const banned = await openRedisLimiter(redis.url, { prefix: 'b2:', clock: new ManualClock(), ban: { after: 2, seconds: 300 }, logger: silentLogger });
-  for (let i = 0; i < 70; i++) await banned.take('k', FREE);
+  const banned = await open('b2:', { after: 2, seconds: 300 });
+  for (let i = 0; i < 70; i++) await banned[0].take('k', FREE);
   rows.push(await run('refused', banned, 5000, () => 'k', FREE));
-  await keyed.close();
-  await banned.close();
+  await keyed[0].close();
+  await banned[0].close();
 } finally {
   admin.disconnect();
   await redis.close();

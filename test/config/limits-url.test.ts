@@ -1,4 +1,4 @@
-// The limits URL (CONTRACT 9) and the config field `limits`: a clear refusal of what is not a
+// The limits URL and the config field `limits`: a clear refusal of what is not a
 // Redis URL, never echoing it (it may hold a password). --limits and PETSTORE_LIMITS, and their
 // precedence, are tested on the bundle (test/bundle/redis-limits.test.ts).
 import { test } from 'node:test';
