@@ -172,25 +172,32 @@ export class RedisLimiter implements Limiter {
   /** The script's reply: each waiter's headers, and the copy the fallback would start from. */
   #settle(c: Charge, reply: unknown): void {
     const n = c.waiters.length;
-    if (!Array.isArray(reply) || reply.length !== 3 + 4 * n) return this.#fail(c, new Error(`unexpected reply ${JSON.stringify(reply)}`));
+    const bad = (): void => this.#fail(c, new Error(`unexpected reply ${JSON.stringify(reply)}`));
+    if (!Array.isArray(reply) || reply.length < 8 || (reply.length - 3) % 5 !== 0) return bad();
     const nowMs = Number(reply[0]);
     const strikes = Number(reply[1]);
     const banMs = Number(reply[2]);
-    const results: LimitResult[] = [];
+    // Runs of equal answers: [count, outcome, minute, day, wait], one LimitResult per run.
+    const runs: Array<[number, LimitResult]> = [];
     let minute = 0;
     let day = 0;
-    for (let i = 0; i < n; i++) {
-      const outcome = OUTCOMES[Number(reply[3 + 4 * i])];
-      minute = Number(reply[4 + 4 * i]);
-      day = Number(reply[5 + 4 * i]);
-      const waitMs = Number(reply[6 + 4 * i]);
-      if (outcome === undefined || !Number.isFinite(minute + day + waitMs + nowMs + strikes + banMs)) {
-        return this.#fail(c, new Error(`unexpected reply ${JSON.stringify(reply)}`));
-      }
-      results.push(limitResult(outcome, minute, day, c.limits, c.strings, waitMs, nowMs));
+    let total = 0;
+    for (let i = 3; i < reply.length; i += 5) {
+      const count = Number(reply[i]);
+      const outcome = OUTCOMES[Number(reply[i + 1])];
+      minute = Number(reply[i + 2]);
+      day = Number(reply[i + 3]);
+      const waitMs = Number(reply[i + 4]);
+      if (outcome === undefined || !(count >= 1) || !Number.isFinite(minute + day + waitMs + nowMs + strikes + banMs)) return bad();
+      runs.push([count, limitResult(outcome, minute, day, c.limits, c.strings, waitMs, nowMs)]);
+      total += count;
     }
+    if (total !== n) return bad();
     this.#fallback.put(c.id, c.limits, { minute, day, strikes, banMs });
-    for (let i = 0; i < n; i++) c.waiters[i]!(results[i]!);
+    let w = 0;
+    for (const [count, result] of runs) {
+      for (let k = 0; k < count; k++) c.waiters[w++]!(result);
+    }
   }
 
   /** Redis failed: the link logs it (once) and the fallback answers these requests. */

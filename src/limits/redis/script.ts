@@ -30,9 +30,10 @@ export const PROBE = 'probe';
  * time (the harness's clock offset; 0 in service), and optionally ARGV[7], the time in ms: FOR
  * TESTS ONLY (the shared table of cases drives both limiters with one manual clock). The
  * service never passes it: production always uses TIME.
- * Reply: { now, strikes, ms of ban left, then per request: outcome code, minute tokens, day
- * tokens, ms until admitted (Retry-After) }. The first three describe the state after the last
- * request: the process keeps it, to limit from it should Redis stop answering.
+ * Reply: { now, strikes, ms of ban left, then runs of equal answers: how many requests in a
+ * row, outcome code, minute tokens, day tokens, ms until admitted (Retry-After) }. The first
+ * three describe the state after the last request: the process keeps it, to limit from it
+ * should Redis stop answering.
  */
 export const TAKE_SCRIPT = `
 if ARGV[1] == '${PROBE}' then return 'ok' end
@@ -81,7 +82,19 @@ if now > at then elapsed = now - at end
 minute = math.min(mcap, minute + elapsed * pm)
 day = math.min(dcap, day + elapsed * pd)
 
+-- The answers, run-length encoded: a flood of one id mostly repeats one answer (banned, or
+-- refused with the same Retry-After), and formatting each would cost Redis more than the rest.
 local reply = { 0, 0, 0 }
+local runO, runM, runD, runW, runN = -1, 0, 0, 0, 0
+local function closeRun()
+  if runN > 0 then
+    reply[#reply + 1] = runN
+    reply[#reply + 1] = runO
+    reply[#reply + 1] = num(runM)
+    reply[#reply + 1] = num(runD)
+    reply[#reply + 1] = num(runW)
+  end
+end
 for i = 1, n do
   local admitIn = math.max(untilToken(minute, MINUTE_MS, pm), untilToken(day, DAY_MS, pd))
   local outcome, wait
@@ -108,11 +121,14 @@ for i = 1, n do
       wait = admitIn
     end
   end
-  reply[#reply + 1] = outcome
-  reply[#reply + 1] = num(minute)
-  reply[#reply + 1] = num(day)
-  reply[#reply + 1] = num(wait)
+  if outcome == runO and minute == runM and day == runD and wait == runW then
+    runN = runN + 1
+  else
+    closeRun()
+    runO, runM, runD, runW, runN = outcome, minute, day, wait, 1
+  end
 end
+closeRun()
 
 redis.call('HSET', KEYS[1], 'm', num(minute), 'd', num(day), 'at', num(now), 'k', strikes, 'b', num(bannedUntil))
 local ttl = math.max(untilFull(minute, MINUTE_MS, pm), untilFull(day, DAY_MS, pd), bannedUntil - now)
