@@ -16,6 +16,21 @@ export interface LimiterOptions {
   ban: BanPolicy;
   /** Default unbounded; when set, least-recently-used ids are evicted beyond it. */
   maxEntries?: number;
+  /**
+   * New ids start with both buckets empty instead of full (default false): the Redis
+   * limiter's fallback, which must not hand out a fresh budget to an id it knows nothing of.
+   */
+  startEmpty?: boolean;
+}
+
+/** One id's state as another limiter reports it (put()): tokens, strikes, ban time left. */
+export interface KnownState {
+  /** Tokens in token-milliseconds of window (buckets.ts). */
+  readonly minute: number;
+  readonly day: number;
+  readonly strikes: number;
+  /** ms of ban left, 0 when not banned. */
+  readonly banMs: number;
 }
 
 /**
@@ -38,10 +53,10 @@ class Entry implements Buckets {
   /** monotonic() at which the ban ends; 0 or past when not banned. */
   bannedUntil = 0;
 
-  constructor(id: string, limits: Limits, at: number) {
+  constructor(id: string, limits: Limits, at: number, empty = false) {
     this.id = id;
-    this.minute = limits.perMinute * MINUTE_MS;
-    this.day = limits.perDay * DAY_MS;
+    this.minute = empty ? 0 : limits.perMinute * MINUTE_MS;
+    this.day = empty ? 0 : limits.perDay * DAY_MS;
     this.at = at;
     this.perMinute = limits.perMinute;
     this.perDay = limits.perDay;
@@ -53,6 +68,7 @@ export class MemoryLimiter implements Limiter {
   #banAfter = 0;
   #banMs = 0;
   #maxEntries = Infinity;
+  readonly #startEmpty: boolean;
   readonly #entries = new Map<string, Entry>();
   /** Oldest and youngest ends of the LRU list. */
   #oldest: Entry | undefined = undefined;
@@ -65,6 +81,7 @@ export class MemoryLimiter implements Limiter {
 
   constructor(opts: LimiterOptions) {
     this.#clock = opts.clock;
+    this.#startEmpty = opts.startEmpty ?? false;
     this.configure(opts.ban, opts.maxEntries);
   }
 
@@ -122,6 +139,19 @@ export class MemoryLimiter implements Limiter {
     if (e.bannedUntil > mono) return this.#banned(e, limits, strings, mono);
     const wait = msUntilAdmitted(e, limits);
     return this.#result(wait === 0 ? 'ok' : 'rate_limited', e, limits, strings, wait);
+  }
+
+  /** Sets the state of `id` as of now (what Redis last said of it), marking it most recently used. */
+  put(id: string, limits: Limits, known: KnownState): void {
+    const mono = this.#clock.monotonic();
+    const e = this.#touch(id, limits, mono);
+    e.minute = Math.min(limits.perMinute * MINUTE_MS, Math.max(0, known.minute));
+    e.day = Math.min(limits.perDay * DAY_MS, Math.max(0, known.day));
+    e.at = mono;
+    e.perMinute = limits.perMinute;
+    e.perDay = limits.perDay;
+    e.strikes = known.strikes;
+    e.bannedUntil = known.banMs > 0 ? mono + known.banMs : 0;
   }
 
   /** Drops the state of every id not in `ids` (e.g. keys revoked by a config reload). */
@@ -244,7 +274,7 @@ export class MemoryLimiter implements Limiter {
   #touch(id: string, limits: Limits, mono: number): Entry {
     const e = this.#entries.get(id);
     if (e === undefined) {
-      const created = new Entry(id, limits, mono);
+      const created = new Entry(id, limits, mono, this.#startEmpty);
       this.#insert(created);
       return created;
     }

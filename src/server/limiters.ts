@@ -15,7 +15,12 @@ export interface Limiters {
   readonly link: RedisLink | undefined;
 }
 
-export async function openLimiters(url: string | undefined, config: Config, clock: Clock, logger: Logger): Promise<Limiters> {
+export interface LimitersOptions {
+  /** Added to the Redis script's time at every run (the harness's clock offset); default 0. */
+  readonly clockOffsetMs?: () => number;
+}
+
+export async function openLimiters(url: string | undefined, config: Config, clock: Clock, logger: Logger, opts: LimitersOptions = {}): Promise<Limiters> {
   if (url === undefined) {
     return {
       keyLimiter: new MemoryLimiter({ clock, ban: config.ban }),
@@ -26,8 +31,10 @@ export async function openLimiters(url: string | undefined, config: Config, cloc
   const link = await openRedisLink(url, { logger });
   logger.log('info', 'limits in Redis', { redis: redisWhere(url), up: link.up });
   return {
-    keyLimiter: new RedisLimiter(link, { prefix: REDIS_PREFIXES.keys, clock, ban: config.ban }),
-    addressLimiter: new RedisLimiter(link, { prefix: REDIS_PREFIXES.addresses, clock, ban: config.ban, maxEntries: config.anonymousTableSize }),
+    keyLimiter: new RedisLimiter(link, { prefix: REDIS_PREFIXES.keys, clock, ban: config.ban, clockOffsetMs: opts.clockOffsetMs }),
+    addressLimiter: new RedisLimiter(link, {
+      prefix: REDIS_PREFIXES.addresses, clock, ban: config.ban, maxEntries: config.anonymousTableSize, clockOffsetMs: opts.clockOffsetMs,
+    }),
     link,
   };
 }

@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { ADMIN_ROUTES, Faults, ROUTES, openApiRoute, type AdminControl } from '../api/index.js';
 import { limitsUrlProblem, loadConfigFile, parseConfig, type Config } from '../config/index.js';
-import { asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
+import { ApiError, asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
 import { answerClientError, createApp, orderPipelined, refuseConnect } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
@@ -84,13 +84,32 @@ export async function startWithConfig(
     throw err;
   });
   const { keyLimiter, addressLimiter } = limiters;
-  /** Empty store, limits and bans cleared, faults cleared: reset() and POST /__admin/reset. */
+  /**
+   * Empty store, limits and bans cleared, faults cleared: reset() and POST /__admin/reset.
+   * The limits go first: in Redis they are the part that can fail, and clearing them harms
+   * nothing if the rest then fails. A failure is a 503 that says what was done.
+   */
   const resetAll = async (): Promise<void> => {
+    let step = 'keys';
+    try {
+      await keyLimiter.reset();
+      step = 'addresses';
+      await addressLimiter.reset();
+    } catch (err) {
+      throw new ApiError('service_unavailable', step === 'keys'
+        ? `The reset failed while clearing the rate limits (${messageOf(err)}): some keys' limits may have been cleared; pets, per-address limits and faults are unchanged. Retry later.`
+        : `The reset failed while clearing the per-address limits (${messageOf(err)}): the keys' limits were cleared, some per-address limits may have been; pets and faults are unchanged. Retry later.`,
+      { 'retry-after': '5' });
+    }
+    try {
+      await store.reset();
+    } catch (err) {
+      throw new ApiError('service_unavailable', `The reset failed while emptying the store (${messageOf(err)}): the rate limits were cleared, the pets may still be there, faults are unchanged. Retry later.`, { 'retry-after': '5' });
+    }
     faults.clear();
-    await store.reset();
-    await keyLimiter.reset();
-    await addressLimiter.reset();
-    await keyLimiter.flush();
+    await keyLimiter.flush().catch((err: unknown) => {
+      throw new ApiError('service_unavailable', `The store, rate limits and faults were reset, but the limits file could not be saved (${messageOf(err)}): a restart now would bring the old limits back. Retry later.`, { 'retry-after': '5' });
+    });
   };
   const admin: AdminControl = {
     reset: resetAll, seed: (pets) => store.seed(pets), faults,
@@ -218,4 +237,9 @@ export async function startWithConfig(
     },
     reload,
   };
+}
+
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

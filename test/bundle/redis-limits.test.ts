@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { BUNDLE, call, runBundle, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import { BUNDLE, KEYS, call, runBundle, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
 import { skipUnless } from '../support/engines.js';
 import { sleep } from '../support/free-port.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
@@ -119,14 +119,23 @@ describe('two processes on one Redis', { skip }, () => {
     assert.deepEqual(calls, { evalsha: n, time: n, hmget: n, hset: n, pexpire: n }, stats.join('\n'));
   });
 
-  it('Redis stopped: requests still answered, one error line per process; back: shared limits again', async () => {
-    const key = 'free-key-0123';
+  it('Redis stopped: requests still answered, each process from what Redis last said, one error line each; back: shared limits again', async () => {
+    const known = 'free-key-0123';
+    // Redis's word before the outage: 57 left for the free key, and this address's budget used.
+    for (let i = 0; i < 3; i++) assert.equal((await call(`${(i % 2 === 0 ? a : b).url}/pets`, { key: known })).status, 200);
+    for (const p of [a, b]) assert.equal((await call(`${p.url}/pets`)).status, 401);
     await redis.stop();
     for (let i = 0; i < 10; i++) {
-      const res = await call(`${(i % 2 === 0 ? a : b).url}/pets`, { key });
+      const res = await call(`${(i % 2 === 0 ? a : b).url}/pets`, { key: known });
       assert.equal(res.status, 200, res.text);
-      assert.ok(res.headers.get('x-ratelimit-remaining') !== null);
+      assert.ok(Number(res.headers.get('x-ratelimit-remaining')) <= 57, 'no fresh budget at the switch');
     }
+    // A key this process never heard of starts empty in the fallback, never full.
+    const unseen = await call(`${a.url}/pets`, { key: KEYS.pro });
+    assert.equal(unseen.status, 429, unseen.text);
+    assert.equal(unseen.headers.get('x-ratelimit-remaining'), '0');
+    // The keyless budget too: an address Redis knew goes on from where it was.
+    assert.equal((await call(`${a.url}/pets`)).status, 401);
     for (const p of [a, b]) await until('the error line', () => logLines(p).some((l) => l.level === 50));
     await sleep(200); // a second line, if one were logged, would have arrived
     for (const p of [a, b]) {
@@ -137,8 +146,8 @@ describe('two processes on one Redis', { skip }, () => {
     await redis.start();
     for (const p of [a, b]) await until('Redis answers again', () => logLines(p).some((l) => /answers again/.test(String(l.msg))));
     // Redis came back empty (no persistence here): the free key starts full, shared by both.
-    const r1 = await call(`${a.url}/pets`, { key });
-    const r2 = await call(`${b.url}/pets`, { key });
+    const r1 = await call(`${a.url}/pets`, { key: known });
+    const r2 = await call(`${b.url}/pets`, { key: known });
     assert.equal(r1.headers.get('x-ratelimit-remaining'), '59');
     assert.equal(r2.headers.get('x-ratelimit-remaining'), '58');
   });
@@ -172,7 +181,52 @@ describe('start errors and the command line', { skip }, () => {
     assert.equal(res.stdout, '');
   });
 
+  it('a Redis that refuses the credentials, or lacks the database: exit 1 naming the limits URL, never per-process limits for good', async (t) => {
+    const locked = await startRedis({ t });
+    await locked.command('CONFIG', 'SET', 'requirepass', 'right-pass');
+    const at = `127.0.0.1:${locked.port}`;
+    const cases: Array<[string, RegExp]> = [
+      [`redis://${at}/0`, /^petstore: the limits URL redis:\/\/127\.0\.0\.1:\d+\/0: Redis wants a password, and the URL gives none/m],
+      [`redis://:wrong-pass@${at}/0`, /^petstore: the limits URL redis:\/\/127\.0\.0\.1:\d+\/0: Redis refuses the credentials \(WRONGPASS/m],
+      [`redis://nobody:right-pass@${at}/0`, /^petstore: the limits URL [^ ]+: Redis refuses the credentials \(WRONGPASS/m],
+      [`redis://:right-pass@${at}/99`, /^petstore: the limits URL redis:\/\/127\.0\.0\.1:\d+\/99: Redis has no database 99 \(it has 16: 0 and up/m],
+    ];
+    for (const [url, why] of cases) {
+      const res = await runBundle(['--memory', '--port', '0', '--limits', url]);
+      assert.equal(res.code, 1, `${url}: ${res.stderr}`);
+      assert.match(res.stderr, why, url);
+      assert.equal(/right-pass|wrong-pass/.test(res.stderr), false, 'no password in the message');
+    }
+    // The right password and an existing database start.
+    const dir = tempDir();
+    const ok = await startBundle(['--config', writeConfig(dir, CONFIG), '--memory', '--limits', `redis://:right-pass@${at}/15`], { cwd: dir });
+    try {
+      assert.equal((await call(`${ok.url}/pets`, { key: KEYS.free })).status, 200);
+      assert.match(await locked.command('AUTH', 'right-pass'), /^\+OK/);
+    } finally {
+      await ok.stop();
+    }
+  });
+
+  it('an IPv6 literal host works: redis://[::1]:port/0', async (t) => {
+    const v6 = await startRedis({ t, settings: { bind: '127.0.0.1 ::1' } });
+    const dir = tempDir();
+    const p = await startBundle(['--config', writeConfig(dir, CONFIG), '--memory', '--limits', `redis://[::1]:${v6.port}/0`], { cwd: dir });
+    try {
+      const first = Number((await call(`${p.url}/pets`, { key: KEYS.free })).headers.get('x-ratelimit-remaining'));
+      const second = Number((await call(`${p.url}/pets`, { key: KEYS.free })).headers.get('x-ratelimit-remaining'));
+      assert.equal(second, first - 1, 'kept in that Redis');
+      assert.equal(await v6.command('DBSIZE'), ':1');
+    } finally {
+      await p.stop();
+    }
+  });
+
   it('a bad --limits or PETSTORE_LIMITS is a usage error (exit 2) that says why', async () => {
+    const encoded = await runBundle(['--memory', '--limits', 'redis://:50%zz@127.0.0.1:6379/0']);
+    assert.equal(encoded.code, 2);
+    assert.match(encoded.stderr, /petstore: --limits has a bad percent-encoding in its user name or password/);
+    assert.equal(encoded.stderr.includes('URI malformed'), false);
     const flag = await runBundle(['--memory', '--limits', 'http://127.0.0.1:6379']);
     assert.equal(flag.code, 2);
     assert.match(flag.stderr, /petstore: --limits must be a redis:\/\/ or rediss:\/\/ URL/);

@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, limitsUrlProblem, parseConfig } from '../../src/config/index.js';
+import { parseLimitsUrl } from '../../src/config/limits-url.js';
 
 test('accepted limits URLs', () => {
   for (const url of ['redis://127.0.0.1:6379/0', 'redis://h', 'rediss://user:secret@cache.example.com:6380/2', 'redis://[::1]:6379', 'redis://:pw@h:1/']) {
@@ -17,12 +18,19 @@ test('refused limits URLs say why, without echoing the URL', () => {
     ['http://h:6379', /redis:\/\/ or rediss:\/\/.*got http:\/\//],
     ['postgres://u:secret@h/db', /got postgres:\/\//],
     ['redis://u:secret@h:6379/zero', /database number/],
+    ['redis://u:secret%zz@h:6379/0', /bad percent-encoding in its user name or password/],
+    ['redis://u:secret@h:6379/0?tls=1', /no query or fragment/],
   ];
   for (const [url, why] of cases) {
     const problem = limitsUrlProblem(url) ?? '';
     assert.match(problem, why, url);
     assert.equal(problem.includes('secret'), false);
   }
+});
+
+test('parseLimitsUrl: decoded credentials, a bare IPv6 host, defaults', () => {
+  assert.deepEqual(parseLimitsUrl('rediss://us%40er:p%25ss@[::1]:6380/3'), { host: '::1', port: 6380, username: 'us@er', password: 'p%ss', db: 3, tls: true });
+  assert.deepEqual(parseLimitsUrl('redis://h'), { host: 'h', port: 6379, username: undefined, password: undefined, db: 0, tls: false });
 });
 
 test('config field "limits": kept when valid, refused (with the field named) when not', () => {

@@ -12,9 +12,18 @@ import { REDIS_PREFIXES } from '../../src/server/limiters.js';
 import { startPetstore } from '../../src/server/start.js';
 import { KEYS, call, tempDir, testConfig } from '../helpers.js';
 import { skipUnless } from '../support/engines.js';
+import { sleep } from '../support/free-port.js';
 import { startRedis } from '../support/redis.js';
 
 const skip = skipUnless('startPetstore with limits in Redis', ['redis']);
+
+async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) assert.fail(`not within ${ms} ms`);
+    await sleep(50);
+  }
+}
 
 test('startPetstore({ limits }): keys and addresses in Redis, reset() empties them, close() quits', { skip }, async (t) => {
   const redis = await startRedis({ t });
@@ -47,4 +56,33 @@ test('startPetstore({ limits }): keys and addresses in Redis, reset() empties th
 test('startPetstore({ limits }) with a URL that is not a Redis URL: StartError, nothing listening', async () => {
   await assert.rejects(startPetstore({ port: 0, config: testConfig(), limits: 'memcached://h:11211' }),
     (err: unknown) => err instanceof StartError && /^the limits URL must be a redis:\/\/ or rediss:\/\/ URL/.test((err as Error).message));
+});
+
+test('POST /__admin/reset with Redis hung or away: 503 that says what changed, and the pets are still there', { skip }, async (t) => {
+  const redis = await startRedis({ t });
+  const ADMIN = 'admin-key-for-tests-0123';
+  const handle = await startPetstore({ port: 0, config: testConfig({ admin: { key: ADMIN } }), limits: redis.url });
+  t.after(() => handle.close());
+  const base = handle.url.replace(/\/v1$/, '');
+  const created = await call(`${handle.url}/pets`, { method: 'POST', key: KEYS.pro, headers: { 'content-type': 'application/json' }, body: '{"name":"Kept","categoryId":1}' });
+  assert.equal(created.status, 201, created.text);
+  const reset = (): ReturnType<typeof call> => call(`${base}/__admin/reset`, { method: 'POST', key: ADMIN });
+
+  redis.pause();
+  const hung = await reset();
+  redis.resume();
+  assert.equal(hung.status, 503, hung.text);
+  assert.equal((hung.json as { code: string }).code, 'service_unavailable');
+  assert.match((hung.json as { message: string }).message, /clearing the rate limits \(Redis did not answer within 250 ms\).*pets, per-address limits and faults are unchanged/);
+  assert.ok(Number(hung.headers.get('retry-after')) > 0);
+  const list = await call(`${handle.url}/pets`, { key: KEYS.enterprise });
+  assert.deepEqual((list.json as Array<{ name: string }>).map((p) => p.name), ['Kept'], 'the store was not emptied');
+
+  await redis.stop();
+  const away = await reset();
+  assert.equal(away.status, 503, away.text);
+  assert.match((away.json as { message: string }).message, /pets, per-address limits and faults are unchanged/);
+  await redis.start();
+  await until(async () => (await reset()).status === 204);
+  assert.deepEqual((await call(`${handle.url}/pets`, { key: KEYS.enterprise })).json, [], 'a reset that works empties the store');
 });

@@ -1,17 +1,22 @@
 // The Redis limiter: the same two buckets and ban as MemoryLimiter, kept in Redis so that every
-// process charges the same state. One script run per request (script.ts); the headers come
-// from its reply through the memory limiter's own limitResult(), so they cannot differ.
+// process charges the same state. One script run per id per turn of the event loop
+// (script.ts): the requests of one id that arrive together share it, and the link sends every
+// run ready in that turn in one pipeline. The headers come from its reply through the memory
+// limiter's own limitResult(), so they cannot differ.
 //
-// While Redis does not answer, the link is down and take() answers from an in-process
-// MemoryLimiter at once (limits are then per process); when Redis answers again the fallback's
-// state is dropped and Redis is charged again.
+// The fallback: while Redis does not answer, the link is down and take() answers from an
+// in-process MemoryLimiter at once (limits are then per process). That limiter is kept, all
+// along, as a copy of what Redis last said of each id (both buckets, strikes, ban), so an
+// outage starts each id where Redis left it, and an id it never heard of starts with empty
+// buckets: a switch to the fallback never hands out a fresh budget, and bans hold. When Redis
+// answers again it is charged again, and its replies overwrite the copy.
 import type { Clock, Limits } from '../../core/index.js';
 import { checkConfiguration } from '../buckets.js';
 import type { BanPolicy, LimitResult, Limiter } from '../contract.js';
 import { PolicyCache, limitResult } from '../headers.js';
 import type { PolicyStrings } from '../headers.js';
 import { MemoryLimiter } from '../memory.js';
-import type { RedisLink } from './link.js';
+import type { RedisLink, ScriptJob } from './link.js';
 import { OUTCOMES } from './script.js';
 
 export interface RedisLimiterOptions {
@@ -29,6 +34,50 @@ export interface RedisLimiterOptions {
    * test drives both limiters with one manual clock. The service never sets it.
    */
   readonly testTime?: () => number;
+  /**
+   * Added to the time the script takes from Redis (TIME), read at every run: the harness's
+   * clock offset, the same in every process. Default () => 0.
+   */
+  readonly clockOffsetMs?: () => number;
+}
+
+/** Requests of one id charged by one script run at most. */
+export const MAX_COALESCED = 256;
+
+/** The requests of one id waiting for the same script run. */
+class Charge implements ScriptJob {
+  readonly key: string;
+  readonly id: string;
+  readonly limits: Limits;
+  readonly strings: PolicyStrings;
+  readonly waiters: Array<(r: LimitResult) => void> = [];
+  readonly #owner: ChargeOwner;
+
+  constructor(owner: ChargeOwner, key: string, id: string, limits: Limits, strings: PolicyStrings) {
+    this.#owner = owner;
+    this.key = key;
+    this.id = id;
+    this.limits = limits;
+    this.strings = strings;
+  }
+
+  seal(): readonly (string | number)[] {
+    return this.#owner.seal(this);
+  }
+
+  settle(reply: unknown): void {
+    this.#owner.settle(this, reply);
+  }
+
+  fail(err: unknown): void {
+    this.#owner.fail(this, err);
+  }
+}
+
+interface ChargeOwner {
+  seal(c: Charge): readonly (string | number)[];
+  settle(c: Charge, reply: unknown): void;
+  fail(c: Charge, err: unknown): void;
 }
 
 export class RedisLimiter implements Limiter {
@@ -38,6 +87,10 @@ export class RedisLimiter implements Limiter {
   readonly #policies = new PolicyCache();
   readonly #ownsLink: boolean;
   readonly #testTime: (() => number) | undefined;
+  readonly #clockOffsetMs: () => number;
+  /** Charges not sent yet, by id: a request of the same id joins its run. */
+  readonly #pending = new Map<string, Charge>();
+  readonly #owner: ChargeOwner;
   /** ARGV[3] and [4] of the script: ban.after (-1 for never) and the ban's length in ms. */
   #banAfter = 0;
   #banMs = 0;
@@ -47,10 +100,14 @@ export class RedisLimiter implements Limiter {
     this.#prefix = opts.prefix;
     this.#ownsLink = opts.ownsLink ?? false;
     this.#testTime = opts.testTime;
-    this.#fallback = new MemoryLimiter({ clock: opts.clock, ban: opts.ban, maxEntries: opts.maxEntries });
+    this.#clockOffsetMs = opts.clockOffsetMs ?? (() => 0);
+    this.#fallback = new MemoryLimiter({ clock: opts.clock, ban: opts.ban, maxEntries: opts.maxEntries, startEmpty: true });
     this.configure(opts.ban, opts.maxEntries);
-    // Back to shared limits: what was charged meanwhile in this process alone is forgotten.
-    link.onUp(() => this.#fallback.reset());
+    this.#owner = {
+      seal: (c) => this.#seal(c),
+      settle: (c, reply) => this.#settle(c, reply),
+      fail: (c, err) => this.#fail(c, err),
+    };
   }
 
   /** Whether Redis answers (false: the in-process fallback is answering). */
@@ -59,14 +116,18 @@ export class RedisLimiter implements Limiter {
   }
 
   take(id: string, limits: Limits): LimitResult | Promise<LimitResult> {
-    const strings = this.#policies.get(limits);
     if (!this.#link.up) return this.#fallback.take(id, limits);
-    const args: (string | number)[] = [limits.perMinute, limits.perDay, this.#banAfter, this.#banMs];
-    if (this.#testTime !== undefined) args.push(this.#testTime());
-    return this.#link.take(this.#prefix + id, args).then(
-      (reply) => this.#result(reply, limits, strings) ?? this.#fail(new Error(`unexpected reply ${JSON.stringify(reply)}`), id, limits),
-      (err: unknown) => this.#fail(err, id, limits),
-    );
+    let charge = this.#pending.get(id);
+    if (charge === undefined || charge.waiters.length >= MAX_COALESCED
+      || charge.limits.perMinute !== limits.perMinute || charge.limits.perDay !== limits.perDay) {
+      charge = new Charge(this.#owner, this.#prefix + id, id, limits, this.#policies.get(limits));
+      this.#pending.set(id, charge);
+      this.#link.enqueue(charge);
+    }
+    const waiters = charge.waiters;
+    return new Promise<LimitResult>((resolve) => {
+      waiters.push(resolve);
+    });
   }
 
   configure(ban: BanPolicy, maxEntries?: number): void {
@@ -84,10 +145,10 @@ export class RedisLimiter implements Limiter {
     this.#fallback.retain(ids);
   }
 
-  /** Deletes this limiter's keys (by prefix, with SCAN) and the fallback's state. */
+  /** Deletes this limiter's keys (by prefix, with SCAN), then the fallback's state. */
   async reset(): Promise<void> {
-    this.#fallback.reset();
     await this.#link.deleteByPrefix(this.#prefix);
+    this.#fallback.reset();
   }
 
   /** The state lives in Redis: there is nothing to save here. */
@@ -100,21 +161,50 @@ export class RedisLimiter implements Limiter {
     if (this.#ownsLink) await this.#link.close();
   }
 
-  /** Redis failed: the link logs it (once) and the fallback answers this request. */
-  #fail(err: unknown, id: string, limits: Limits): LimitResult {
-    this.#link.failed(err);
-    return this.#fallback.take(id, limits);
+  /** The charge goes out now: no more requests join it; its ARGV. */
+  #seal(c: Charge): readonly (string | number)[] {
+    if (this.#pending.get(c.id) === c) this.#pending.delete(c.id);
+    const args: (string | number)[] = [c.limits.perMinute, c.limits.perDay, this.#banAfter, this.#banMs, c.waiters.length, this.#clockOffsetMs()];
+    if (this.#testTime !== undefined) args.push(this.#testTime());
+    return args;
   }
 
-  /** The script's reply as headers; undefined when it is not the expected shape. */
-  #result(reply: unknown, limits: Limits, strings: PolicyStrings): LimitResult | undefined {
-    if (!Array.isArray(reply) || reply.length !== 5) return undefined;
-    const outcome = OUTCOMES[Number(reply[0])];
-    const minute = Number(reply[1]);
-    const day = Number(reply[2]);
-    const waitMs = Number(reply[3]);
-    const nowMs = Number(reply[4]);
-    if (outcome === undefined || !Number.isFinite(minute + day + waitMs + nowMs)) return undefined;
-    return limitResult(outcome, minute, day, limits, strings, waitMs, nowMs);
+  /** The script's reply: each waiter's headers, and the copy the fallback would start from. */
+  #settle(c: Charge, reply: unknown): void {
+    const n = c.waiters.length;
+    const bad = (): void => this.#fail(c, new Error(`unexpected reply ${JSON.stringify(reply)}`));
+    if (!Array.isArray(reply) || reply.length < 8 || (reply.length - 3) % 5 !== 0) return bad();
+    const nowMs = Number(reply[0]);
+    const strikes = Number(reply[1]);
+    const banMs = Number(reply[2]);
+    // Runs of equal answers: [count, outcome, minute, day, wait], one LimitResult per run.
+    const runs: Array<[number, LimitResult]> = [];
+    let minute = 0;
+    let day = 0;
+    let total = 0;
+    for (let i = 3; i < reply.length; i += 5) {
+      const count = Number(reply[i]);
+      const outcome = OUTCOMES[Number(reply[i + 1])];
+      minute = Number(reply[i + 2]);
+      day = Number(reply[i + 3]);
+      const waitMs = Number(reply[i + 4]);
+      if (outcome === undefined || !(count >= 1) || !Number.isFinite(minute + day + waitMs + nowMs + strikes + banMs)) return bad();
+      runs.push([count, limitResult(outcome, minute, day, c.limits, c.strings, waitMs, nowMs)]);
+      total += count;
+    }
+    if (total !== n) return bad();
+    this.#fallback.put(c.id, c.limits, { minute, day, strikes, banMs });
+    let w = 0;
+    for (const [count, result] of runs) {
+      for (let k = 0; k < count; k++) c.waiters[w++]!(result);
+    }
+  }
+
+  /** Redis failed: the link logs it (once) and the fallback answers these requests. */
+  #fail(c: Charge, err: unknown): void {
+    // Failed before it was sent (the link went down meanwhile): closed to new requests too.
+    if (this.#pending.get(c.id) === c) this.#pending.delete(c.id);
+    this.#link.failed(err);
+    for (const w of c.waiters) w(this.#fallback.take(c.id, c.limits));
   }
 }

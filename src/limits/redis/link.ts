@@ -3,16 +3,35 @@
 //
 // The traps of a Redis limiter, and what is done about each:
 // - A hung Redis must not hold requests: the client has no offline queue (a command while
-//   disconnected fails at once) and a short command timeout (a command sent and not answered
-//   fails after commandTimeoutMs). The first failure marks the link down; from then on the
-//   limiters answer from their in-process fallback at once, without asking Redis.
+//   disconnected fails at once), and a batch of scripts sent and not answered fails after
+//   commandTimeoutMs. The first failure marks the link down; from then on the limiters answer
+//   from their in-process fallback at once, without asking Redis.
+// - Our own stalls are not Redis's: a timer that fires late because our event loop was busy
+//   (a large seed, a flood of requests) must not call Redis late when its answer is already in
+//   our socket. So when the timer fires, the link first lets the event loop read what the
+//   socket holds (one setImmediate: the poll phase runs before it), and counts a timeout only
+//   when Redis has then said nothing at all for commandTimeoutMs. Redis answering a long queue
+//   of our own commands steadily is not late either.
+// - One round trip for many requests: scripts wait for the end of the current turn of the
+//   event loop (setImmediate), and all that are ready then go in one pipeline, one write. At
+//   most MAX_IN_FLIGHT pipelines are out at a time; the rest wait in a plain array, where the
+//   limiters coalesce the requests of one id into one script run (limiter.ts), so a flood of
+//   requests costs Redis, and this process, little per request.
 // - Coming back by itself: while down, a probe (the script's no-op branch) is sent every
 //   probeEveryMs, and at once when the client reconnects; the first answer marks the link up.
 // - A Redis restarted empty has no scripts: NOSCRIPT is answered by sending the script itself
-//   (EVAL), once, which caches it again.
+//   (EVAL) for the scripts of that pipeline, which caches it again.
 import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../core/index.js';
 import { PROBE, TAKE_SCRIPT } from './script.js';
+
+/** What the link needs of an ioredis pipeline. */
+export interface RedisPipeline {
+  evalsha(sha: string, numkeys: number, ...args: (string | number | ((err: unknown) => void))[]): RedisPipeline;
+  eval(script: string, numkeys: number, ...args: (string | number | ((err: unknown) => void))[]): RedisPipeline;
+  exec(): Promise<Array<[Error | null, unknown]> | null>;
+}
 
 /** What the link needs of an ioredis client (the driver is loaded only with a limits URL). */
 export interface RedisClient {
@@ -20,11 +39,25 @@ export interface RedisClient {
   eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
   scan(cursor: string, match: 'MATCH', pattern: string, count: 'COUNT', n: number): Promise<[string, string[]]>;
   unlink(...keys: string[]): Promise<number>;
+  pipeline(): RedisPipeline;
   quit(): Promise<unknown>;
   disconnect(): void;
   /** The socket (ioredis's `stream`). */
   readonly stream?: { destroy(): void };
   on(event: 'ready', fn: () => void): unknown;
+}
+
+/**
+ * One script run queued on the link: the limiter builds its arguments when the link sends it
+ * (until then, more requests of the same id may join it) and is told the reply or the failure.
+ */
+export interface ScriptJob {
+  /** The Redis key (KEYS[1]). */
+  readonly key: string;
+  /** ARGV, taken once, when the job is sent: the job is closed to new requests from then on. */
+  seal(): readonly (string | number)[];
+  settle(reply: unknown): void;
+  fail(err: unknown): void;
 }
 
 export interface RedisLinkOptions {
@@ -35,27 +68,58 @@ export interface RedisLinkOptions {
   readonly up: boolean;
   /** ms between probes while Redis does not answer (default 1000). */
   readonly probeEveryMs?: number;
+  /** ms of silence from Redis, while it owes us answers, after which it is down (default 250). */
+  readonly commandTimeoutMs?: number;
 }
 
 export const SCRIPT_SHA = createHash('sha1').update(TAKE_SCRIPT).digest('hex');
+
+/** Pipelines out at a time; more scripts wait (and coalesce) until one is answered. */
+export const MAX_IN_FLIGHT = 4;
+/** Scripts in one pipeline. */
+export const MAX_BATCH = 512;
+
+/** A Redis that said nothing for commandTimeoutMs while it owed us answers. */
+export class RedisTimeoutError extends Error {}
+
+interface Batch {
+  readonly jobs: ScriptJob[];
+  readonly args: (readonly (string | number)[])[];
+  /** Jobs not answered yet (all of them, or those resent after a NOSCRIPT). */
+  pending: ScriptJob[];
+  readonly sentAt: number;
+  timer: NodeJS.Timeout | undefined;
+  done: boolean;
+}
 
 export class RedisLink {
   readonly #client: RedisClient;
   readonly #logger: Logger;
   readonly #where: string;
   readonly #probeEveryMs: number;
+  readonly #timeoutMs: number;
   #up: boolean;
   #probeTimer: NodeJS.Timeout | undefined = undefined;
   #probing = false;
   #closed: Promise<void> | undefined = undefined;
-  /** Called when Redis answers again (the limiters drop their fallback state). */
+  /** Called when Redis answers again. */
   readonly #onUp: Array<() => void> = [];
+  /** Jobs waiting for the next pipeline. */
+  #queue: ScriptJob[] = [];
+  #scheduled = false;
+  #inFlight = 0;
+  /** performance.now() of the last reply read from Redis (any command of a pipeline). */
+  #lastReplyAt = 0;
+  /** Counters for tests and benchmarks: pipelines and scripts sent. */
+  #pipelines = 0;
+  #scripts = 0;
 
   constructor(client: RedisClient, opts: RedisLinkOptions) {
     this.#client = client;
     this.#logger = opts.logger;
     this.#where = opts.where;
     this.#probeEveryMs = opts.probeEveryMs ?? 1000;
+    this.#timeoutMs = opts.commandTimeoutMs ?? 250;
     this.#up = opts.up;
     // A reconnect is the likeliest moment Redis answers again: probe at once.
     client.on('ready', () => {
@@ -69,16 +133,25 @@ export class RedisLink {
     return this.#up;
   }
 
+  /** Pipelines and scripts sent so far (each pipeline is one write and one round trip). */
+  get sent(): { pipelines: number; scripts: number } {
+    return { pipelines: this.#pipelines, scripts: this.#scripts };
+  }
+
   onUp(fn: () => void): void {
     this.#onUp.push(fn);
   }
 
-  /** One round trip: the take script on `key` (EVALSHA; EVAL once after a NOSCRIPT). */
-  take(key: string, args: readonly (string | number)[]): Promise<unknown> {
-    return this.#client.evalsha(SCRIPT_SHA, 1, key, ...args).catch((err: unknown) => {
-      if (err instanceof Error && err.message.startsWith('NOSCRIPT')) return this.#client.eval(TAKE_SCRIPT, 1, key, ...args);
-      throw err;
-    });
+  /** Queues a script run; it goes out with the others ready at the end of this turn. */
+  enqueue(job: ScriptJob): void {
+    this.#queue.push(job);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(() => {
+        this.#scheduled = false;
+        this.#flush();
+      });
+    }
   }
 
   /**
@@ -96,12 +169,13 @@ export class RedisLink {
 
   /** Deletes every key under `prefix` (SCAN, never KEYS, so Redis is not blocked). */
   async deleteByPrefix(prefix: string): Promise<void> {
+    if (!this.#up) throw new RedisTimeoutError('Redis does not answer');
     // SCAN MATCH is a glob: escape its special characters in the prefix.
     const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
     let cursor = '0';
     do {
-      const [next, keys] = await this.#client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      if (keys.length > 0) await this.#client.unlink(...keys);
+      const [next, keys] = await this.#answered(this.#client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000));
+      if (keys.length > 0) await this.#answered(this.#client.unlink(...keys));
       cursor = next;
     } while (cursor !== '0');
   }
@@ -112,7 +186,7 @@ export class RedisLink {
       clearInterval(this.#probeTimer);
       this.#probeTimer = undefined;
       try {
-        await this.#client.quit();
+        await this.#answered(this.#client.quit());
         this.#client.disconnect();
       } catch {
         // Not connected or not answering: nothing to say goodbye to. disconnect() alone ends
@@ -122,6 +196,137 @@ export class RedisLink {
       }
     })();
     return this.#closed;
+  }
+
+  /** Sends what is queued, up to MAX_IN_FLIGHT pipelines; the rest waits for an answer. */
+  #flush(): void {
+    if (!this.#up || this.#closed !== undefined) {
+      // Known to be away: every waiting request is answered by the fallback at once.
+      const jobs = this.#queue;
+      this.#queue = [];
+      const err = new RedisTimeoutError('Redis does not answer');
+      for (const job of jobs) job.fail(err);
+      return;
+    }
+    while (this.#inFlight < MAX_IN_FLIGHT && this.#queue.length > 0) {
+      const jobs = this.#queue.length <= MAX_BATCH ? this.#queue : this.#queue.slice(0, MAX_BATCH);
+      this.#queue = jobs === this.#queue ? [] : this.#queue.slice(MAX_BATCH);
+      this.#send(jobs);
+    }
+  }
+
+  #send(jobs: ScriptJob[]): void {
+    this.#inFlight++;
+    const batch: Batch = { jobs, args: jobs.map((j) => j.seal()), pending: jobs, sentAt: performance.now(), timer: undefined, done: false };
+    this.#pipelines++;
+    this.#scripts += jobs.length;
+    const pipeline = this.#client.pipeline();
+    for (let i = 0; i < jobs.length; i++) pipeline.evalsha(SCRIPT_SHA, 1, jobs[i]!.key, ...batch.args[i]!, this.#replied);
+    batch.timer = setTimeout(() => this.#check(batch), this.#timeoutMs);
+    pipeline.exec().then(
+      (results) => this.#settle(batch, results),
+      (err: unknown) => this.#finish(batch, err),
+    );
+  }
+
+  /** Each reply read from Redis, in order: Redis is answering. */
+  readonly #replied = (): void => {
+    this.#lastReplyAt = performance.now();
+  };
+
+  #settle(batch: Batch, results: Array<[Error | null, unknown]> | null): void {
+    if (batch.done) return; // timed out meanwhile: the fallback answered these requests
+    if (results === null) return this.#finish(batch, new Error('the pipeline was discarded'));
+    const missing: number[] = [];
+    for (let i = 0; i < batch.jobs.length; i++) {
+      const [err, reply] = results[i] ?? [new Error('no reply')];
+      if (err === null) batch.jobs[i]!.settle(reply);
+      else if (err.message.startsWith('NOSCRIPT')) missing.push(i);
+      else batch.jobs[i]!.fail(err);
+    }
+    if (missing.length === 0) return this.#finish(batch, undefined);
+    // Redis restarted empty: send the script itself for these (the first EVAL caches it). The
+    // batch's timer keeps watching them.
+    batch.pending = missing.map((i) => batch.jobs[i]!);
+    const again = this.#client.pipeline();
+    for (const i of missing) again.eval(TAKE_SCRIPT, 1, batch.jobs[i]!.key, ...batch.args[i]!, this.#replied);
+    again.exec().then(
+      (res) => {
+        if (batch.done) return;
+        batch.pending.forEach((job, k) => {
+          const [err, reply] = res?.[k] ?? [new Error('no reply')];
+          if (err === null) job.settle(reply);
+          else job.fail(err);
+        });
+        batch.pending = [];
+        this.#finish(batch, undefined);
+      },
+      (err: unknown) => this.#finish(batch, err),
+    );
+  }
+
+  /** The batch is over: fails what is still waiting in it (on `err`) and sends more. */
+  #finish(batch: Batch, err: unknown): void {
+    if (batch.done) return;
+    batch.done = true;
+    clearTimeout(batch.timer);
+    if (err !== undefined) for (const job of batch.pending) job.fail(err);
+    this.#release();
+  }
+
+  #release(): void {
+    this.#inFlight--;
+    if (this.#queue.length > 0) this.#flush();
+  }
+
+  /**
+   * The batch's timer fired. Our own loop may have stalled past it with the answer already in
+   * the socket: let the poll phase read it first (setImmediate runs after it), then count a
+   * timeout only if Redis has said nothing for the whole timeout.
+   */
+  #check(batch: Batch): void {
+    setImmediate(() => {
+      if (batch.done) return;
+      const quietMs = performance.now() - Math.max(this.#lastReplyAt, batch.sentAt);
+      if (quietMs < this.#timeoutMs) {
+        batch.timer = setTimeout(() => this.#check(batch), this.#timeoutMs - quietMs);
+        return;
+      }
+      this.#finish(batch, new RedisTimeoutError(`Redis did not answer within ${this.#timeoutMs} ms`));
+    });
+  }
+
+  /** `p`, or a RedisTimeoutError when Redis says nothing for the timeout (read as in #check). */
+  #answered<T>(p: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const started = performance.now();
+      const check = (): void => {
+        setImmediate(() => {
+          if (settled) return;
+          const quietMs = performance.now() - Math.max(this.#lastReplyAt, started);
+          if (quietMs < this.#timeoutMs) {
+            timer = setTimeout(check, this.#timeoutMs - quietMs);
+            return;
+          }
+          settled = true;
+          reject(new RedisTimeoutError(`Redis did not answer within ${this.#timeoutMs} ms`));
+        });
+      };
+      let timer = setTimeout(check, this.#timeoutMs);
+      p.then((v) => {
+        this.#replied();
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(v);
+      }, (err: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(err);
+      });
+    });
   }
 
   #startProbing(): void {

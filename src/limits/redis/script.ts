@@ -25,23 +25,30 @@ export const PROBE = 'probe';
 
 /**
  * KEYS[1]: the id's hash. ARGV: perMinute, perDay, ban.after (-1: never), ban length in ms,
- * and optionally ARGV[5], the time in ms: FOR TESTS ONLY (the shared table of cases drives
- * both limiters with one manual clock). The service never passes it: production always uses
- * TIME.
- * Reply: { outcome code, minute tokens, day tokens, ms until admitted (Retry-After), now }.
+ * n (how many requests of this id to charge, one after the other: the requests of one id that
+ * arrived in the same turn of the event loop share one run), an offset in ms added to the
+ * time (the harness's clock offset; 0 in service), and optionally ARGV[7], the time in ms: FOR
+ * TESTS ONLY (the shared table of cases drives both limiters with one manual clock). The
+ * service never passes it: production always uses TIME.
+ * Reply: { now, strikes, ms of ban left, then runs of equal answers: how many requests in a
+ * row, outcome code, minute tokens, day tokens, ms until admitted (Retry-After) }. The first
+ * three describe the state after the last request: the process keeps it, to limit from it
+ * should Redis stop answering.
  */
 export const TAKE_SCRIPT = `
 if ARGV[1] == '${PROBE}' then return 'ok' end
 local MINUTE_MS, DAY_MS = 60000, 86400000
 local pm, pd = tonumber(ARGV[1]), tonumber(ARGV[2])
 local banAfter, banMs = tonumber(ARGV[3]), tonumber(ARGV[4])
+local n, offset = tonumber(ARGV[5]), tonumber(ARGV[6])
 local now
-if ARGV[5] then
-  now = tonumber(ARGV[5])
+if ARGV[7] then
+  now = tonumber(ARGV[7])
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
+now = now + offset
 
 -- buckets.ts: slackMs, msUntilToken, msUntilFull
 local function slack(w, cap)
@@ -59,6 +66,7 @@ local function untilFull(units, w, cap)
   if ms > 0 then return ms end
   return 0
 end
+local function num(x) return string.format('%.17g', x) end
 
 local mcap, dcap = pm * MINUTE_MS, pd * DAY_MS
 local minute, day, at, strikes, bannedUntil = mcap, dcap, now, 0, 0
@@ -74,35 +82,61 @@ if now > at then elapsed = now - at end
 minute = math.min(mcap, minute + elapsed * pm)
 day = math.min(dcap, day + elapsed * pd)
 
-local admitIn = math.max(untilToken(minute, MINUTE_MS, pm), untilToken(day, DAY_MS, pd))
-local outcome, wait
-if bannedUntil > now then
-  -- A ban is not extended by requests made during it, and charges nothing.
-  outcome = 2
-  wait = math.max(bannedUntil - now, admitIn)
-elseif admitIn == 0 then
-  -- Both buckets hold a token: take one from each (a refusal takes from neither).
-  minute = math.max(0, minute - MINUTE_MS)
-  day = math.max(0, day - DAY_MS)
-  strikes = 0
-  outcome = 0
-  wait = 0
-else
-  strikes = strikes + 1
-  if banAfter >= 0 and strikes > banAfter + 1 and banMs > 0 then
-    strikes = 0
-    bannedUntil = now + banMs
-    outcome = 2
-    wait = math.max(bannedUntil - now, admitIn)
-  else
-    outcome = 1
-    wait = admitIn
+-- The answers, run-length encoded: a flood of one id mostly repeats one answer (banned, or
+-- refused with the same Retry-After), and formatting each would cost Redis more than the rest.
+local reply = { 0, 0, 0 }
+local runO, runM, runD, runW, runN = -1, 0, 0, 0, 0
+local function closeRun()
+  if runN > 0 then
+    reply[#reply + 1] = runN
+    reply[#reply + 1] = runO
+    reply[#reply + 1] = num(runM)
+    reply[#reply + 1] = num(runD)
+    reply[#reply + 1] = num(runW)
   end
 end
+for i = 1, n do
+  local admitIn = math.max(untilToken(minute, MINUTE_MS, pm), untilToken(day, DAY_MS, pd))
+  local outcome, wait
+  if bannedUntil > now then
+    -- A ban is not extended by requests made during it, and charges nothing.
+    outcome = 2
+    wait = math.max(bannedUntil - now, admitIn)
+  elseif admitIn == 0 then
+    -- Both buckets hold a token: take one from each (a refusal takes from neither).
+    minute = math.max(0, minute - MINUTE_MS)
+    day = math.max(0, day - DAY_MS)
+    strikes = 0
+    outcome = 0
+    wait = 0
+  else
+    strikes = strikes + 1
+    if banAfter >= 0 and strikes > banAfter + 1 and banMs > 0 then
+      strikes = 0
+      bannedUntil = now + banMs
+      outcome = 2
+      wait = math.max(bannedUntil - now, admitIn)
+    else
+      outcome = 1
+      wait = admitIn
+    end
+  end
+  if outcome == runO and minute == runM and day == runD and wait == runW then
+    runN = runN + 1
+  else
+    closeRun()
+    runO, runM, runD, runW, runN = outcome, minute, day, wait, 1
+  end
+end
+closeRun()
 
-local function num(x) return string.format('%.17g', x) end
 redis.call('HSET', KEYS[1], 'm', num(minute), 'd', num(day), 'at', num(now), 'k', strikes, 'b', num(bannedUntil))
 local ttl = math.max(untilFull(minute, MINUTE_MS, pm), untilFull(day, DAY_MS, pd), bannedUntil - now)
+-- A test's own time does not flow with Redis's: keep its keys a minute at least.
+if ARGV[7] then ttl = math.max(ttl, 60000) end
 redis.call('PEXPIRE', KEYS[1], string.format('%d', math.max(1, math.ceil(ttl))))
-return { outcome, num(minute), num(day), num(wait), num(now) }
+reply[1] = num(now)
+reply[2] = strikes
+reply[3] = num(math.max(0, bannedUntil - now))
+return reply
 `;
