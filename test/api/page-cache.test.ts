@@ -5,7 +5,7 @@ import { PageCache } from '../../src/api/index.js';
 import { openMemoryStore } from '../../src/store/index.js';
 
 const store = openMemoryStore(); // empty: generation and count stay as they are
-const page = (bytes: number): Parameters<PageCache['set']>[1] => ({ generation: store.generation, count: store.count, body: Buffer.alloc(bytes), nextAfter: 1 });
+const page = (bytes: number): Parameters<PageCache['set']>[1] => ({ generation: store.generation, count: store.count, body: Buffer.alloc(bytes), nextAfter: 1, limit: 20, status: undefined });
 
 test('a full page cache evicts the least recently used page, not everything', () => {
   const cache = new PageCache();
