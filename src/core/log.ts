@@ -26,6 +26,11 @@ export function jsonLogger(minLevel: LogLevel | 'silent', sink: LogSink): Logger
       }
       sink(`${line},"msg":${JSON.stringify(msg)}}\n`);
     },
+    logJson(level, msg, fieldsJson) {
+      const n = LEVELS[level];
+      if (n < min) return;
+      sink(`{"level":${n},"time":${Date.now()}${base}${fieldsJson},"msg":${JSON.stringify(msg)}}\n`);
+    },
   };
 }
 

@@ -48,25 +48,86 @@ function done(app: Instance, x: Exchange, status: number): void {
  * The access log line, in pino-http's field names: req.remoteAddress, req.remotePort,
  * req.headers["user-agent"] (the one header logged: the others may carry a key), and for an
  * Error body err.type, err.code and err.message (pino's error serializer), so a 4xx says why.
+ * Built from a fixed template: only the strings a client controls (or a config names) are
+ * escaped, by jsonString; a logger without logJson (an embedder's function) gets the fields
+ * as an object instead, with the same content.
  */
 function logRequest(app: Instance, x: Exchange, status: number, elapsed: number): void {
   const req = x.req;
   const error = x.error;
+  const logger = app.deps.logger;
   const userAgent = req.headers['user-agent'];
-  app.deps.logger.log('info', 'request completed', {
-    reqId: x.reqId,
-    req: {
-      method: req.method,
-      url: req.url,
-      remoteAddress: loggedAddress(req, app.deps.config()),
-      remotePort: req.socket.remotePort,
-      headers: userAgent === undefined ? undefined : { 'user-agent': userAgent },
-    },
-    res: { statusCode: status },
-    err: error === undefined ? undefined : { type: 'ApiError', code: error.code, message: error.message },
-    responseTime: Math.round(elapsed * 100) / 100,
-    key: x.keyName,
-  });
+  const remoteAddress = loggedAddress(req, x.config);
+  const remotePort = req.socket.remotePort;
+  const responseTime = Math.round(elapsed * 100) / 100;
+  if (logger.logJson === undefined) {
+    logger.log('info', 'request completed', {
+      reqId: x.reqId,
+      req: {
+        method: req.method,
+        url: req.url,
+        remoteAddress,
+        remotePort,
+        headers: userAgent === undefined ? undefined : { 'user-agent': userAgent },
+      },
+      res: { statusCode: status },
+      err: error === undefined ? undefined : { type: 'ApiError', code: error.code, message: error.message },
+      responseTime,
+      key: x.keyName,
+    });
+    return;
+  }
+  let line = `,"reqId":${jsonString(x.reqId)},"req":{"method":${jsonString(req.method ?? '')},"url":${jsonString(req.url ?? '')}`;
+  if (remoteAddress !== undefined) line += `,"remoteAddress":${jsonString(remoteAddress)}`;
+  if (remotePort !== undefined) line += `,"remotePort":${remotePort}`;
+  if (userAgent !== undefined) line += `,"headers":{"user-agent":${jsonString(userAgent)}}`;
+  line += `},"res":{"statusCode":${status}}`;
+  // Error codes are ours (plain identifiers); messages may quote the client.
+  if (error !== undefined) line += `,"err":{"type":"ApiError","code":"${error.code}","message":${jsonString(error.message)}}`;
+  line += `,"responseTime":${responseTime}`;
+  if (x.keyName !== undefined) line += `,"key":${jsonString(x.keyName)}`;
+  logger.logJson('info', 'request completed', line);
+}
+
+const HEX = '0123456789abcdef';
+
+/**
+ * A string as JSON text, exactly as JSON.stringify writes it: quotes, backslashes and
+ * control characters escaped (\n, \t, ... or \u00XX), and lone surrogates as \uXXXX.
+ * The common case, nothing to escape, is one scan and one concatenation.
+ */
+export function jsonString(s: string): string {
+  const n = s.length;
+  let i = 0;
+  for (; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) break;
+  }
+  if (i === n) return `"${s}"`;
+  let out = `"${s.slice(0, i)}`;
+  let from = i;
+  for (; i < n; i++) {
+    const c = s.charCodeAt(i);
+    let esc: string | undefined;
+    if (c < 0x20) {
+      esc = c === 0x0a ? '\\n' : c === 0x0d ? '\\r' : c === 0x09 ? '\\t' : c === 0x08 ? '\\b' : c === 0x0c ? '\\f' : `\\u00${HEX[c >> 4]}${HEX[c & 15]}`;
+    } else if (c === 0x22) {
+      esc = '\\"';
+    } else if (c === 0x5c) {
+      esc = '\\\\';
+    } else if (c >= 0xd800 && c <= 0xdfff) {
+      const next = i + 1 < n ? s.charCodeAt(i + 1) : 0;
+      if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+        i++; // a well-formed pair: written as it is
+        continue;
+      }
+      esc = `\\u${c.toString(16)}`;
+    }
+    if (esc === undefined) continue;
+    out += s.slice(from, i) + esc;
+    from = i + 1;
+  }
+  return `${out}${s.slice(from)}"`;
 }
 
 /**
