@@ -61,7 +61,7 @@ const DONE = 1;
 /** A phase of the table below: its name, whether a route has it under a config, and what it does. */
 interface PhaseEntry {
   readonly name: string;
-  readonly pick: (route: TableRoute, config: Config, app: Instance) => Phase | undefined;
+  readonly pick: (route: TableRoute, config: Config) => Phase | undefined;
 }
 
 const when = (test: boolean, phase: Phase): Phase | undefined => (test ? phase : undefined);
@@ -80,37 +80,49 @@ export const PHASES: readonly PhaseEntry[] = [
   { name: 'handler', pick: (r) => HANDLERS[r.action.kind] },
 ];
 
-/** The names of a route's phases under a config (for the documentation and its test). */
-export function phaseNames(route: TableRoute, config: Config, app: Instance): string[] {
-  return PHASES.filter((p) => p.pick(route, config, app) !== undefined).map((p) => p.name);
-}
-
-function compile(app: Instance, route: TableRoute, config: Config): CompiledRoute<Phase> {
+function compile(route: TableRoute, config: Config): CompiledRoute<Phase> {
   const phases: Phase[] = [];
   for (const entry of PHASES) {
-    const phase = entry.pick(route, config, app);
+    const phase = entry.pick(route, config);
     if (phase !== undefined) phases.push(phase);
   }
   return { route, phases };
 }
 
+/**
+ * Every route under `config` with the names of its phases, as the app builds them: the
+ * lifecycle as a table, for the documentation and its tests. Method '(other)' is a path's
+ * 405; '* (any other path)' the 404 of a path in no route; '* /__admin/(any other)' that of
+ * an admin path in no admin route.
+ */
+export function phaseTable(deps: AppDeps, config: Config): Array<{ method: string; path: string; phases: string[] }> {
+  const names = (route: TableRoute): string[] => PHASES.filter((p) => p.pick(route, config) !== undefined).map((p) => p.name);
+  const out = tableRoutes(deps, config).map(({ method, path, route }) => ({ method, path, phases: names(route) }));
+  const groups = new Map(tableRoutes(deps, config).map(({ path, route }) => [path, route.group]));
+  for (const [path, group] of groups) out.push({ method: '(other)', path, phases: names(methodNotAllowed(group, path, '')) });
+  out.push({ method: '*', path: '(any other path)', phases: names(NOT_FOUND) });
+  if (config.admin !== undefined && deps.admin !== undefined) out.push({ method: '*', path: `${ADMIN_PREFIX}(any other)`, phases: names(ADMIN_NOT_FOUND) });
+  return out;
+}
+
 /** The table and every route's phases for `config`. */
 function buildTable(app: Instance, config: Config, generation: number): RouteTable<Phase> {
+  // (Each route's phases depend on the route and the config only.)
   const router = new Router<CompiledRoute<Phase>>();
   const groups = new Map<string, TableRoute['group']>();
   for (const { method, path, route } of tableRoutes(app.deps, config)) {
-    router.add(method, path, compile(app, route, config));
+    router.add(method, path, compile(route, config));
     groups.set(path, route.group);
   }
   for (const { template, allow } of router.paths()) {
-    router.otherwise(template, compile(app, methodNotAllowed(groups.get(template) ?? 'api', template, allow), config));
+    router.otherwise(template, compile(methodNotAllowed(groups.get(template) ?? 'api', template, allow), config));
   }
   return {
     config,
     generation,
     router,
-    notFound: compile(app, NOT_FOUND, config),
-    adminNotFound: config.admin === undefined || app.deps.admin === undefined ? undefined : compile(app, ADMIN_NOT_FOUND, config),
+    notFound: compile(NOT_FOUND, config),
+    adminNotFound: config.admin === undefined || app.deps.admin === undefined ? undefined : compile(ADMIN_NOT_FOUND, config),
   };
 }
 
