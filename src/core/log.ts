@@ -11,6 +11,9 @@ export function jsonLogger(minLevel: LogLevel | 'silent', sink: LogSink): Logger
   if (minLevel === 'silent') return silentLogger;
   const min = LEVELS[minLevel];
   const base = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`;
+  // logJson's hot caller passes the same message every time: serialized once.
+  let lastMsg = '';
+  let lastMsgJson = '""';
   return {
     enabled: (level) => LEVELS[level] >= min,
     log(level, msg, fields) {
@@ -29,7 +32,11 @@ export function jsonLogger(minLevel: LogLevel | 'silent', sink: LogSink): Logger
     logJson(level, msg, fieldsJson) {
       const n = LEVELS[level];
       if (n < min) return;
-      sink(`{"level":${n},"time":${Date.now()}${base}${fieldsJson},"msg":${JSON.stringify(msg)}}\n`);
+      if (msg !== lastMsg) {
+        lastMsg = msg;
+        lastMsgJson = JSON.stringify(msg);
+      }
+      sink(`{"level":${n},"time":${Date.now()}${base}${fieldsJson},"msg":${lastMsgJson}}\n`);
     },
   };
 }
