@@ -281,7 +281,8 @@ function authenticateAdmin(app: Instance, x: Exchange): Step {
 /** Charges a key's budget, or the client address's one; a refusal is the answer. */
 function charge(app: Instance, x: Exchange): Step {
   const auth = x.auth;
-  const limit = auth?.kind === 'key' ? app.deps.keyLimiter.take(auth.entry.digest, auth.entry.limits) : chargeAddress(app.deps, x, x.config);
+  // Charged at the request's one reading of the clock, taken when it arrived.
+  const limit = auth?.kind === 'key' ? app.deps.keyLimiter.take(auth.entry.digest, auth.entry.limits, x.started) : chargeAddress(app.deps, x, x.config);
   // Only a limiter kept elsewhere answers with a promise: the in-memory one stays synchronous.
   if (limit instanceof Promise) return limit.then((l) => applyLimit(app, x, l));
   applyLimit(app, x, limit);

@@ -180,3 +180,34 @@ test('a pet is answered from its cached bytes until a reset, which drops them', 
   assert.equal((await get(port, '/v1/pets?limit=5', key)).body, '[]');
   assert.equal((await get(port, '/v1/pets?limit=5&limit=6', key)).status, 400, 'a bad query is never cached');
 });
+
+test('each fact once per request: one clock reading (limiter included), one config snapshot', async (t) => {
+  const config = parseConfig(testConfig(), 'test', '/srv');
+  const manual = new ManualClock();
+  let reads = 0;
+  let configs = 0;
+  const clock = {
+    now: () => { reads++; return manual.now(); },
+    monotonic: () => { reads++; return manual.monotonic(); },
+  };
+  const store = openMemoryStore();
+  await store.create({ name: 'a', categoryId: 1 });
+  const listener = createApp({
+    store, clock, logger: silentLogger,
+    keyLimiter: new MemoryLimiter({ clock, ban: config.ban }),
+    addressLimiter: new MemoryLimiter({ clock, ban: config.ban }),
+    config: () => { configs++; return config; }, publicBase: undefined, routes: ROUTES,
+  });
+  const { port } = await serve(t, listener);
+  const key = { authorization: `Bearer ${KEYS.free}` };
+  for (const [path, headers] of [['/v1/pets/1', key], ['/v1/pets?limit=1', key], ['/v1/pets', {}]] as const) {
+    reads = 0;
+    configs = 0;
+    const answer = await get(port, path, headers);
+    assert.ok(answer.status === 200 || answer.status === 401, answer.body);
+    // The monotonic clock once on arrival (the limiter charges at that reading); the wall
+    // clock once, for X-RateLimit-Reset. With metrics and access log off, nothing at the end.
+    assert.equal(reads, 2, `${path}: clock reads`);
+    assert.equal(configs, 1, `${path}: config snapshots`);
+  }
+});
