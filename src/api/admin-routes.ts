@@ -1,10 +1,9 @@
 // The admin operations for test harnesses in any language (docs/operating.md, "Admin endpoints"): reset,
 // seed and faults, under /__admin, opened only by the config's admin key. They are not part
 // of the /v1 API: not in its route table, nor in its OpenAPI document.
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError, type NewPet } from '../core/index.js';
 import type { SeedPet, StoredPet } from '../store/index.js';
-import type { BodyReader, Reply } from './contract.js';
+import type { Reply } from './contract.js';
 import { Faults, parseFault } from './faults.js';
 import { parseNewPet } from './schemas.js';
 
@@ -19,34 +18,39 @@ export interface AdminControl {
   readonly faultsShared?: () => Promise<void>;
 }
 
+/** What an admin handler is given: plain data, no HTTP objects. */
 export interface AdminContext {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly bodies: BodyReader;
-  /** Largest admin body (a seed may be larger than a pet). */
-  readonly maxBodyBytes: number;
-  readonly maxPendingBodyBytes: number;
+  /** The parsed JSON body, on routes that declare `body`; else undefined. */
+  readonly body: unknown;
+  /** Path parameters by name, for paths with `{name}` segments. */
+  readonly params: Readonly<Record<string, string>>;
+  /** The monotonic clock's reading for this request (ms). */
+  readonly now: number;
   readonly control: AdminControl;
   /** The operationIds a fault may name. */
   readonly operations: readonly string[];
 }
 
+/**
+ * One admin operation: adding one is one more entry in ADMIN_ROUTES. The HTTP layer opens
+ * it with the admin key (or answers the 401 of any path), reads the body only when `body` is
+ * set (up to ADMIN_MAX_BODY_BYTES), and sends the Reply; a Reply with `end` ends the
+ * connection that way instead (see ConnectionEnd).
+ */
 export interface AdminRoute {
   readonly operationId: string;
-  readonly method: 'POST' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Relative to /__admin. */
   readonly path: string;
-  readonly handler: (ctx: AdminContext) => Promise<Reply | ApiError>;
+  /** True when the operation takes a JSON body. */
+  readonly body?: boolean;
+  readonly handler: (ctx: AdminContext) => Reply | ApiError | Promise<Reply | ApiError>;
 }
 
 /** Admin bodies may hold a seed of many pets: up to this, within maxPendingBodyBytes. */
 export const ADMIN_MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 const NO_CONTENT: Reply = { status: 204, body: undefined };
-
-function readBody(ctx: AdminContext): Promise<unknown> {
-  return ctx.bodies.readJson(ctx.req, ctx.res, ctx.maxBodyBytes, ctx.maxPendingBodyBytes);
-}
 
 /**
  * A seed body: a JSON array of NewPet, each optionally with an id (as --seed). Checked as one
@@ -89,8 +93,9 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     operationId: 'adminSeed',
     method: 'POST',
     path: '/seed',
+    body: true,
     async handler(ctx) {
-      const pets = parseSeedPets(await readBody(ctx));
+      const pets = parseSeedPets(ctx.body);
       if (pets instanceof ApiError) return pets;
       const stored = await ctx.control.seed(pets);
       return { status: 201, body: `[${stored.map((s) => s.json).join(',')}]` };
@@ -100,8 +105,9 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     operationId: 'adminSetFault',
     method: 'POST',
     path: '/faults',
+    body: true,
     async handler(ctx) {
-      const spec = parseFault(await readBody(ctx), ctx.operations);
+      const spec = parseFault(ctx.body, ctx.operations);
       if (spec instanceof ApiError) return spec;
       ctx.control.faults.set(spec);
       await ctx.control.faultsShared?.();

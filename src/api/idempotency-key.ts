@@ -1,7 +1,6 @@
 // The Idempotency-Key request header of POST /pets (draft-ietf-httpapi-idempotency-key-header):
 // its value, its schema as the OpenAPI document shows it, and the answers a create with a key
 // comes to.
-import type { IncomingMessage } from 'node:http';
 import { ApiError, IDEMPOTENCY_KEY_MAX_LENGTH, isIdempotencyKey } from '../core/index.js';
 import { newPetFingerprint, type CreateOutcome, type PetStore, type StoredPet } from '../store/index.js';
 import type { Reply } from './contract.js';
@@ -55,11 +54,10 @@ export function parseIdempotencyKey(value: string): string | ApiError {
   return INVALID; // no closing quote
 }
 
-/** The key of a request's Idempotency-Key header (present), or the 400 it gets. */
-export function requestIdempotencyKey(req: IncomingMessage, value: string): string | ApiError {
-  // node joins a repeated header with ", ": each must be seen apart to refuse a second one.
-  if ((req.headersDistinct['idempotency-key']?.length ?? 0) > 1) return REPEATED;
-  return parseIdempotencyKey(value);
+/** The key of a request's Idempotency-Key field lines (one or more), or the 400 it gets. */
+export function idempotencyKeyOf(values: readonly string[]): string | ApiError {
+  if (values.length > 1) return REPEATED;
+  return parseIdempotencyKey(values[0] ?? '');
 }
 
 function created(base: string, stored: StoredPet): Reply {

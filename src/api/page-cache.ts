@@ -1,4 +1,5 @@
-// The page cache of GET /pets: serialized pages, checked against the store's page version.
+// The answers cached as bytes: the pages of GET /pets and each pet of GET /pets/{petId},
+// checked against the store's page version. Both are bounded in entries and in bytes.
 import type { PageVersion } from '../store/index.js';
 
 export interface CachedPage {
@@ -14,79 +15,119 @@ export interface CachedPage {
   readonly nextAfter: number | undefined;
   /** The next link as last built, and the base URL it was built for. */
   link?: { readonly base: string; readonly value: string };
-  /** Read since the cache last looked at it for eviction (see PageCache). */
+  /** The limit and status filter the page was asked with: what its next link carries. */
+  readonly limit: number;
+  readonly status: string | undefined;
+  /** Read since the cache last looked at it for eviction (see BoundedBytes). */
+  used?: boolean;
+}
+
+/** One pet's 200 body. Pets never change: it is valid until a reset (the generation). */
+export interface CachedPet {
+  readonly generation: number;
+  readonly body: Buffer;
   used?: boolean;
 }
 
 /**
- * Serialized pages of GET /pets, so the hot read does not rebuild the same JSON on every
- * request. Pets are immutable and ids ascend, so a page that has a successor never changes
- * until a reset (the store's generation); the last page is valid while no pet was added.
- *
- * Bounded in entries and in bytes (a page of long names is far larger than a page of short
- * ones). Past either bound the least recently used pages go first, by the second-chance
- * (CLOCK) approximation of LRU: a hit only sets a flag, so the hot read pays one store and
- * no reordering; eviction walks from the oldest entry, and a flagged one is moved to the
- * back with its flag cleared instead of being dropped.
+ * A map of byte answers bounded in entries and in bytes (a page of long names is far larger
+ * than a page of short ones). Past either bound the least recently used entries go first, by
+ * the second-chance (CLOCK) approximation of LRU: a hit only sets a flag, so the hot read
+ * pays one store and no reordering; eviction walks from the oldest entry, and a flagged one
+ * is moved to the back with its flag cleared instead of being dropped.
  */
-export class PageCache {
-  static readonly MAX_PAGES = 1024;
-  static readonly MAX_BYTES = 16 * 1024 * 1024;
-  readonly #pages = new Map<string, CachedPage>();
-  readonly #maxPages: number;
+class BoundedBytes<T extends { readonly body: Buffer; used?: boolean }> {
+  protected readonly entries = new Map<string, T>();
+  readonly #maxEntries: number;
   readonly #maxBytes: number;
   #bytes = 0;
 
-  constructor(maxPages = PageCache.MAX_PAGES, maxBytes = PageCache.MAX_BYTES) {
-    this.#maxPages = maxPages;
+  constructor(maxEntries: number, maxBytes: number) {
+    this.#maxEntries = maxEntries;
     this.#maxBytes = maxBytes;
   }
 
-  /** Bytes of page bodies held. */
+  /** Bytes of bodies held. */
   get bytes(): number {
     return this.#bytes;
   }
 
   get size(): number {
-    return this.#pages.size;
+    return this.entries.size;
+  }
+
+  set(key: string, entry: T): void {
+    const size = entry.body.length;
+    this.#drop(key);
+    if (size > this.#maxBytes) return; // would evict everything else for one entry
+    while (this.entries.size >= this.#maxEntries || this.#bytes + size > this.#maxBytes) this.#evictOne();
+    entry.used = false;
+    this.entries.set(key, entry);
+    this.#bytes += size;
+  }
+
+  #drop(key: string): void {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return;
+    this.entries.delete(key);
+    this.#bytes -= entry.body.length;
+  }
+
+  /** Drops the least recently used entry (CLOCK): used ones get a second chance at the back. */
+  #evictOne(): void {
+    for (const [key, entry] of this.entries) {
+      this.entries.delete(key);
+      if (entry.used === true) {
+        entry.used = false;
+        this.entries.set(key, entry);
+        continue;
+      }
+      this.#bytes -= entry.body.length;
+      return;
+    }
+  }
+}
+
+/**
+ * Serialized pages of GET /pets, keyed by the raw query string, so the hot read neither
+ * parses the query nor rebuilds the same JSON on every request. Pets are immutable and ids
+ * ascend, so a page that has a successor never changes until a reset (the store's
+ * generation); the last page is valid while no pet was added.
+ */
+export class PageCache extends BoundedBytes<CachedPage> {
+  static readonly MAX_PAGES = 1024;
+  static readonly MAX_BYTES = 16 * 1024 * 1024;
+
+  constructor(maxPages = PageCache.MAX_PAGES, maxBytes = PageCache.MAX_BYTES) {
+    super(maxPages, maxBytes);
   }
 
   get(key: string, store: PageVersion): CachedPage | undefined {
-    const page = this.#pages.get(key);
+    const page = this.entries.get(key);
     if (page === undefined || page.generation !== store.generation) return undefined;
     if (page.nextAfter === undefined && page.count !== store.count) return undefined;
     page.used = true;
     return page;
   }
+}
 
-  set(key: string, page: CachedPage): void {
-    const size = page.body.length;
-    this.#drop(key);
-    if (size > this.#maxBytes) return; // would evict everything else for one page
-    while (this.#pages.size >= this.#maxPages || this.#bytes + size > this.#maxBytes) this.#evictOne();
-    page.used = false;
-    this.#pages.set(key, page);
-    this.#bytes += size;
+/**
+ * Each pet's answer of GET /pets/{petId} as bytes, keyed by the path parameter as sent.
+ * A pet never changes once stored, so an entry is valid until a reset or a restore (the
+ * store's generation moves); a pet not found is never cached.
+ */
+export class PetCache extends BoundedBytes<CachedPet> {
+  static readonly MAX_PETS = 16_384;
+  static readonly MAX_BYTES = 8 * 1024 * 1024;
+
+  constructor(maxPets = PetCache.MAX_PETS, maxBytes = PetCache.MAX_BYTES) {
+    super(maxPets, maxBytes);
   }
 
-  #drop(key: string): void {
-    const page = this.#pages.get(key);
-    if (page === undefined) return;
-    this.#pages.delete(key);
-    this.#bytes -= page.body.length;
-  }
-
-  /** Drops the least recently used page (CLOCK): used ones get a second chance at the back. */
-  #evictOne(): void {
-    for (const [key, page] of this.#pages) {
-      this.#pages.delete(key);
-      if (page.used === true) {
-        page.used = false;
-        this.#pages.set(key, page);
-        continue;
-      }
-      this.#bytes -= page.body.length;
-      return;
-    }
+  get(key: string, store: PageVersion): CachedPet | undefined {
+    const pet = this.entries.get(key);
+    if (pet === undefined || pet.generation !== store.generation) return undefined;
+    pet.used = true;
+    return pet;
   }
 }

@@ -3,20 +3,18 @@
 import { ApiError } from '../core/index.js';
 import type { StoredPet } from '../store/index.js';
 import type { Reply, RouteSpec } from './contract.js';
-import {
-  IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_DESCRIPTION, createOnce, idempotencyKeySchema, requestIdempotencyKey,
-} from './idempotency-key.js';
-import type { CachedPage, PageCache } from './page-cache.js';
+import { IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_DESCRIPTION, createOnce, idempotencyKeySchema } from './idempotency-key.js';
+import type { CachedPage, PageCache, PetCache } from './page-cache.js';
 import {
   cursorSchema, limitSchema, newPetSchema, parseListQuery, parseNewPet, parsePetId, petIdSchema, petSchema,
   petStatusSchema,
 } from './schemas.js';
 
 /** A listing as a JSON array, joined from the JSON text each pet was stored with. */
-function petArray(items: readonly StoredPet[]): string {
-  if (items.length === 0) return '[]';
+function petArray(items: readonly StoredPet[], n: number): string {
+  if (n === 0) return '[]';
   let out = '[';
-  for (let i = 0; i < items.length; i++) out += (i === 0 ? '' : ',') + (items[i] as StoredPet).json;
+  for (let i = 0; i < n; i++) out += (i === 0 ? '' : ',') + (items[i] as StoredPet).json;
   return `${out}]`;
 }
 
@@ -47,39 +45,42 @@ const listPets: RouteSpec = {
     503: { description: 'The database cannot be reached (PostgreSQL store only); retry after Retry-After seconds.', schema: 'Error' },
   },
   handler(ctx) {
+    const pages = ctx.pages;
+    // A hit is found from the query string as sent, before any parsing: only valid queries
+    // are ever cached, and the same text always asks for the same page.
+    const hit = pages?.cache.get(ctx.rawQuery, pages.version);
+    if (hit !== undefined) return pageReply(ctx.base, hit);
     const params = parseListQuery(ctx.query);
     if (params instanceof ApiError) return params;
     const { limit, status, afterId } = params;
-    const pages = ctx.pages;
     // One pet more than the page shows tells whether a next page exists, so the last page
     // carries no next link even when it is exactly full.
     const query = { limit: limit + 1, status, afterId };
     if (pages === undefined) {
       // A store without a page version: every page is read afresh.
       const items = ctx.store.list(query);
-      if (items instanceof Promise) return items.then((found) => pageReply(ctx.base, params, makePage(found, limit, 0, 0)));
-      return pageReply(ctx.base, params, makePage(items, limit, 0, 0));
+      if (items instanceof Promise) return items.then((found) => pageReply(ctx.base, makePage(found, params, 0, 0)));
+      return pageReply(ctx.base, makePage(items, params, 0, 0));
     }
-    const key = `${limit}|${status ?? ''}|${afterId ?? 0}`;
     const { cache, version } = pages;
-    const page = cache.get(key, version);
-    if (page !== undefined) return pageReply(ctx.base, params, page);
+    const key = ctx.rawQuery;
     // Read before the list: a page is never stamped newer than what it shows.
     const { generation, count } = version;
     const items = ctx.store.list(query);
     if (items instanceof Promise) {
-      return items.then((found) => pageReply(ctx.base, params, cached(cache, key, makePage(found, limit, generation, count))));
+      return items.then((found) => pageReply(ctx.base, cached(cache, key, makePage(found, params, generation, count))));
     }
-    return pageReply(ctx.base, params, cached(cache, key, makePage(items, limit, generation, count)));
+    return pageReply(ctx.base, cached(cache, key, makePage(items, params, generation, count)));
   },
 };
 
 /** A page from a listing of up to limit + 1 pets (the one more only says that more follow). */
-function makePage(items: StoredPet[], limit: number, generation: number, count: number): CachedPage {
+function makePage(items: StoredPet[], params: { limit: number; status?: string | undefined }, generation: number, count: number): CachedPage {
+  const { limit, status } = params;
+  // The one more pet tells that more follow; it is not serialized.
   const more = items.length > limit;
-  if (more) items.length = limit;
-  const nextAfter = more ? items[items.length - 1]?.pet.id : undefined;
-  return { generation, count, body: Buffer.from(petArray(items)), nextAfter };
+  const nextAfter = more ? items[limit - 1]?.pet.id : undefined;
+  return { generation, count, body: Buffer.from(petArray(items, more ? limit : items.length)), nextAfter, limit, status };
 }
 
 function cached(cache: PageCache, key: string, page: CachedPage): CachedPage {
@@ -87,9 +88,9 @@ function cached(cache: PageCache, key: string, page: CachedPage): CachedPage {
   return page;
 }
 
-function pageReply(base: string, params: { limit: number; status?: string | undefined }, page: CachedPage): Reply {
+function pageReply(base: string, page: CachedPage): Reply {
   if (page.nextAfter === undefined) return { status: 200, body: page.body };
-  if (page.link?.base !== base) page.link = { base, value: nextLink(base, params.limit, params.status, page.nextAfter) };
+  if (page.link?.base !== base) page.link = { base, value: nextLink(base, page.limit, page.status, page.nextAfter) };
   return { status: 200, body: page.body, headers: { link: page.link.value } };
 }
 
@@ -115,13 +116,11 @@ const createPet: RouteSpec = {
     503: { description: 'The store cannot write right now, its write queue is full, the database cannot be reached, or too many bodies are arriving at once; retry after Retry-After seconds. Nothing was added, except that a create whose database answer timed out may have been committed: retry it with the same Idempotency-Key.', schema: 'Error' },
     507: { description: 'No pet id is left (ids stay within the safe integer range and the largest is taken); nothing was added. Not to be retried: only a reset frees ids.', schema: 'Error' },
   },
-  async handler({ req, res, store, maxBodyBytes, base, bodies, config, scope }) {
-    const header = req.headers['idempotency-key'];
-    // Checked before the body is read: a bad key is refused without waiting for the upload.
-    const key = header === undefined ? undefined : requestIdempotencyKey(req, header as string);
-    if (key instanceof ApiError) return key;
-    const pet = parseNewPet(await bodies.readJson(req, res, maxBodyBytes, config.maxPendingBodyBytes));
-    if (key !== undefined) return createOnce(store, pet, key, scope as string, base);
+  // The Idempotency-Key (declared above) is read and checked by the HTTP layer before the
+  // body is read: a bad key is refused without waiting for the upload.
+  async handler({ body, idempotencyKey, store, base, scope }) {
+    const pet = parseNewPet(body);
+    if (idempotencyKey !== undefined) return createOnce(store, pet, idempotencyKey, scope as string, base);
     const stored = await store.create(pet);
     return { status: 201, body: stored.json, headers: { location: `${base}/pets/${stored.pet.id}` } };
   },
@@ -142,19 +141,28 @@ const getPet: RouteSpec = {
     404: { description: 'The animal cannot be found.', schema: 'Error' },
     503: { description: 'The database cannot be reached (PostgreSQL store only); retry after Retry-After seconds.', schema: 'Error' },
   },
-  handler({ params, store }) {
+  handler({ params, store, pets, pages }) {
     const raw = params.petId ?? '';
+    if (pets !== undefined && pages !== undefined) {
+      // Pets never change: the bytes of an answer given once stay right until a reset.
+      const hit = pets.get(raw, pages.version);
+      if (hit !== undefined) return { status: 200, body: hit.body };
+    }
     const id = parsePetId(raw);
     if (id instanceof ApiError) return id;
+    const generation = pages?.version.generation ?? 0;
     const found = store.get(id);
-    if (found instanceof Promise) return found.then((pet) => petReply(pet, raw));
-    return petReply(found, raw);
+    if (found instanceof Promise) return found.then((pet) => petReply(pet, raw, pets, generation));
+    return petReply(found, raw, pets, generation);
   },
 };
 
-function petReply(found: StoredPet | undefined, raw: string): Reply | ApiError {
+function petReply(found: StoredPet | undefined, raw: string, pets: PetCache | undefined, generation: number): Reply | ApiError {
   if (found === undefined) return new ApiError('not_found', `Pet ${raw} was not found.`);
-  return { status: 200, body: found.json };
+  if (pets === undefined) return { status: 200, body: found.json };
+  const body = Buffer.from(found.json);
+  pets.set(raw, { generation, body });
+  return { status: 200, body };
 }
 
 const listOrders: RouteSpec = {

@@ -11,6 +11,9 @@ export function jsonLogger(minLevel: LogLevel | 'silent', sink: LogSink): Logger
   if (minLevel === 'silent') return silentLogger;
   const min = LEVELS[minLevel];
   const base = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`;
+  // logJson's hot caller passes the same message every time: serialized once.
+  let lastMsg = '';
+  let lastMsgJson = '""';
   return {
     enabled: (level) => LEVELS[level] >= min,
     log(level, msg, fields) {
@@ -25,6 +28,15 @@ export function jsonLogger(minLevel: LogLevel | 'silent', sink: LogSink): Logger
         }
       }
       sink(`${line},"msg":${JSON.stringify(msg)}}\n`);
+    },
+    logJson(level, msg, fieldsJson) {
+      const n = LEVELS[level];
+      if (n < min) return;
+      if (msg !== lastMsg) {
+        lastMsg = msg;
+        lastMsgJson = JSON.stringify(msg);
+      }
+      sink(`{"level":${n},"time":${Date.now()}${base}${fieldsJson},"msg":${lastMsgJson}}\n`);
     },
   };
 }

@@ -41,4 +41,11 @@ export interface Logger {
   log(level: LogLevel, msg: string, fields?: Record<string, unknown>): void;
   /** Whether lines of this level are written; absent means yes. Lets callers skip building fields. */
   enabled?(level: LogLevel): boolean;
+  /**
+   * Writes one line whose fields are already JSON text, each preceded by a comma
+   * (`,"a":1,"b":"x"`), for a hot path that builds them from a fixed template (the access
+   * log); the logger adds what log() adds (level, time, pid, hostname, msg). Optional: without
+   * it, callers use log().
+   */
+  logJson?(level: LogLevel, msg: string, fieldsJson: string): void;
 }

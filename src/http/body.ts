@@ -1,7 +1,6 @@
 // Reading a JSON request body with a hard size bound. The bound is enforced from
 // Content-Length before reading anything, and again while streaming (chunked uploads).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { BodyReader } from '../api/index.js';
 import { ApiError } from '../core/index.js';
 
 /** Thrown for 413: the caller must answer, then drain or close (see drain.ts). */
@@ -16,7 +15,7 @@ export class BodyTooLarge extends ApiError {
  * without a bound, thousands of connections each holding a body just under the maximum,
  * never finished, hold gigabytes.
  */
-export class PendingBodies implements BodyReader {
+export class PendingBodies {
   #held = 0;
   /** The handlers' way to a body: readJsonBody, bounded by these pending bytes. */
   readJson(req: IncomingMessage, res: ServerResponse, maxBytes: number, maxPending: number): Promise<unknown> {

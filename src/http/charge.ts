@@ -8,7 +8,7 @@ import type { AppDeps, Exchange, Instance } from './exchange.js';
 
 /** Charges a request to its client address's keyless budget (`anonymous`). */
 export function chargeAddress(deps: AppDeps, x: Exchange, config: Config): LimitResult | Promise<LimitResult> {
-  return deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous);
+  return deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous, x.started);
 }
 
 /** Adds the limiter's headers; a refusal becomes the response. */

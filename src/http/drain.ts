@@ -3,6 +3,7 @@
 // sees its answer instead of a connection reset.
 import type { Socket } from 'node:net';
 import type { Exchange } from './exchange.js';
+import { onCloseAfterAnswer } from './node-internals.js';
 
 // After a 413 the rest of the upload is read and thrown away up to this many bytes, so the
 // client sees the status instead of a connection reset; past it the connection is dropped.
@@ -77,7 +78,7 @@ export function discardThen(x: Exchange, respond: () => void): void {
  * at most LINGER_MS and DRAIN_CAP_BYTES, and only then is the socket destroyed.
  */
 export function lingerAfterAnswer(socket: Socket): void {
-  socket.destroySoon = function lingeringClose(this: Socket): void {
+  onCloseAfterAnswer(socket, function lingeringClose(this: Socket): void {
     const start = this.bytesRead;
     if (this.writable) this.end();
     const timer = setTimeout(() => this.destroy(), LINGER_MS);
@@ -92,5 +93,5 @@ export function lingerAfterAnswer(socket: Socket): void {
       clearInterval(watch);
     });
     this.once('end', () => this.destroy());
-  };
+  });
 }

@@ -1,14 +1,15 @@
 // What the request lifecycle carries: the app's collaborators (AppDeps), what one app instance
 // keeps between requests (Instance), and one request's state through the phases (Exchange).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AdminControl, AdminRoute, Faults, HandlerContext, RouteSpec } from '../api/index.js';
+import type { AdminControl, Faults, HandlerContext, RouteSpec } from '../api/index.js';
 import type { Config } from '../config/index.js';
 import type { ApiError, Clock, Logger } from '../core/index.js';
 import type { Limiter } from '../limits/index.js';
-import type { MetricsRecorder } from '../metrics/index.js';
+import type { MetricsRecorder, MetricsSnapshot } from '../metrics/index.js';
 import type { PetStore } from '../store/index.js';
+import type { AuthResult } from './auth.js';
 import type { PendingBodies } from './body.js';
-import type { Router } from './router.js';
+import type { RouteTable, TableRoute } from './route-table.js';
 
 export interface AppDeps {
   readonly store: PetStore;
@@ -18,14 +19,19 @@ export interface AppDeps {
   readonly keyLimiter: Limiter;
   /** Limits per client address, for requests without a valid key (bounded table). */
   readonly addressLimiter: Limiter;
-  /** The config in force; a reload swaps it. */
+  /** The config in force; a reload swaps it (a new object: the app rebuilds its routes' phases). */
   config(): Config;
   /** Public base URL ending in /v1, when fixed by --env; otherwise derived from the request. */
   readonly publicBase: string | undefined;
   readonly routes: readonly RouteSpec[];
   /** Records every answer for GET /metrics; undefined: metrics are off (and /metrics unknown). */
   readonly metrics?: MetricsRecorder;
-  /** The scrape's text (with workers, of the whole service), made and cached by the metrics part; undefined: the recorder's own snapshot. */
+  /** With several workers: the other workers' snapshots, merged with this one's into a scrape of the whole service. */
+  readonly peerMetrics?: () => Promise<readonly MetricsSnapshot[]>;
+  /**
+   * The text of one scrape of GET /metrics; by default this process's recorder (merged with
+   * peerMetrics when given), rendered. The one function /metrics calls.
+   */
   readonly scrape?: () => string | Promise<string>;
   /** What /__admin acts on; those paths exist only while the config names an admin key. */
   readonly admin?: AdminControl;
@@ -36,35 +42,57 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse) => voi
 /** What one app instance keeps between requests (nothing is module-level). */
 export interface Instance {
   readonly deps: AppDeps;
-  readonly router: Router<RouteSpec>;
+  /** The routes and their phases for the config in force; rebuilt when the config changes. */
+  table: RouteTable;
   readonly pages: HandlerContext['pages'];
+  readonly pets: HandlerContext['pets'];
   readonly bodies: PendingBodies;
   readonly accessLog: boolean;
   /** Host header value -> base URL, so a request does not build the same string again. */
   readonly bases: Map<string, string>;
-  /** Base URL + successor path -> the deprecation Link header value. */
-  readonly links: Map<string, string>;
+  /** Base URL -> the deprecation headers of a deprecated route's answers under it. */
+  readonly deprecations: Map<string, Readonly<Record<string, string>>>;
   /** Creates refused because the write queue was full, not yet logged (one line a second at most). */
   busy: { refused: number; loggedAt: number };
   readonly metrics: MetricsRecorder | undefined;
   /** Faults injected through /__admin/faults (checked per request only while one is armed). */
   readonly faults: Faults;
-  readonly admin: Router<AdminRoute>;
-  /** The operationIds of the routes: what a fault may name. */
+  /** The operationIds of the /v1 routes: what a fault may name. */
   readonly operations: readonly string[];
 }
 
-/** Per-request state carried through the phases. */
-export interface Exchange {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly started: number;
-  readonly reqId: string;
+/** Per-request state carried through the phases (a class: one hidden shape for every request). */
+export class Exchange {
   /** Headers every response of this request carries (rate limit, deprecation, ...). */
-  readonly headers: Record<string, string>;
-  keyName: string | undefined;
+  readonly headers: Record<string, string> = {};
+  keyName: string | undefined = undefined;
   /** The Error body's error, once the answer is one: its code goes into the access log. */
-  error: ApiError | undefined;
+  error: ApiError | undefined = undefined;
   /** The matched route's operationId, for metrics; undefined when no route matched. */
-  operation: string | undefined;
+  operation: string | undefined = undefined;
+  /** The route the request runs (a route of the table, or its 404/405 answer). */
+  route: TableRoute | undefined = undefined;
+  /** The request target's path and query string (without '?'). */
+  path = '';
+  rawQuery = '';
+  params: Readonly<Record<string, string>> = {};
+  /** What authentication found: a key, a failure (answered 401 after the limiter), or undefined (none needed, or the admin key). */
+  auth: AuthResult | undefined = undefined;
+  /** The public base URL, computed at most once (see baseOf). */
+  base: string | undefined = undefined;
+  /** The parsed body, on routes that read one. */
+  body: unknown = undefined;
+  idempotencyKey: string | undefined = undefined;
+  /** Neither counted in the metrics nor logged (the /metrics scrape itself). */
+  quiet = false;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    /** The monotonic clock read when the request arrived: the one reading of its start. */
+    readonly started: number,
+    readonly reqId: string,
+    /** The config snapshot of this request, taken once. */
+    readonly config: Config,
+  ) {}
 }

@@ -5,16 +5,15 @@
 // request of that connection is being answered waits until that answer has finished.
 //
 // Holding requests must not undo node's own backpressure. node stops reading a connection
-// (socket._paused, and its parser paused) once the answers it has not yet sent pass the
-// socket's high-water mark; held requests have no answer yet, so node would read on and on,
-// and then answer them all at once. So a connection that holds requests is paused the same
-// way, and stays paused until they have run: the requests already parsed (at most one read,
-// 64 KiB) wait, and the rest stay in the kernel's buffers, which push back on the client.
+// (see node-internals.ts) once the answers it has not yet sent pass the socket's high-water
+// mark; held requests have no answer yet, so node would read on and on, and then answer them
+// all at once. So a connection that holds requests is paused the same way, and stays paused
+// until they have run: the requests already parsed (at most one read, 64 KiB) wait, and the
+// rest stay in the kernel's buffers, which push back on the client.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { RequestListener } from './exchange.js';
-
-const resumeReading = Socket.prototype.resume;
+import { holdReading, readingHeld, releaseReading } from './node-internals.js';
 
 /** A connection's requests waiting for the non-safe request in flight before them. */
 class Held {
@@ -24,14 +23,12 @@ class Held {
 }
 
 interface PipelinedSocket extends Socket {
-  /** node:http's own "stop reading" flag (_http_server.js): its 'resume' handler re-pauses while set. */
-  _paused?: boolean;
-  /** node:http's parser of the connection; null once the connection is done. */
-  parser?: { resume(): void } | null;
   /** Set while a non-safe request of this connection is being answered; else undefined. */
   petstoreHeld?: Held | undefined;
   /** Kept for the connection's next non-safe request (one allocation per connection). */
   petstoreHeldSpare?: Held;
+  /** The 'resume' listener that keeps a holding connection paused is installed. */
+  petstoreWatching?: boolean;
 }
 
 /**
@@ -45,7 +42,7 @@ export function orderPipelined(listener: RequestListener): RequestListener {
     const held = socket.petstoreHeld;
     if (held !== undefined) {
       held.waiting.push(req, res);
-      if (socket._paused !== true) stopReading(socket);
+      if (!readingHeld(socket)) stopReading(socket);
       return;
     }
     const method = req.method;
@@ -60,31 +57,26 @@ export function orderPipelined(listener: RequestListener): RequestListener {
 
 /**
  * Stops reading a connection that holds requests, as node does when answers pile up. node
- * clears the flag and resumes the socket once its own backlog is sent (socketOnDrain): on
- * this socket resume() keeps it paused while requests are held. Installed once per
- * connection, on the first that holds (pipelining clients only).
+ * resumes the socket once its own backlog is sent (socketOnDrain): a 'resume' listener (a
+ * public event, run after node's own) stops it again while requests are held. Installed once
+ * per connection, on the first that holds (pipelining clients only).
  */
 function stopReading(socket: PipelinedSocket): void {
-  if (socket.resume !== resumeWhenNotHolding) socket.resume = resumeWhenNotHolding;
-  socket._paused = true;
-  socket.pause();
-}
-
-function resumeWhenNotHolding(this: PipelinedSocket): Socket {
-  const held = this.petstoreHeld;
-  if (held !== undefined && held.waiting.length > 0) {
-    this._paused = true;
-    return this;
+  if (socket.petstoreWatching !== true) {
+    socket.petstoreWatching = true;
+    socket.on('resume', keepHolding);
   }
-  return resumeReading.call(this);
+  holdReading(socket);
 }
 
-/** Reads the connection again, as node's socketOnDrain does; node pauses it again at the next request if its answers still pile up. */
+function keepHolding(this: PipelinedSocket): void {
+  const held = this.petstoreHeld;
+  if (held !== undefined && held.waiting.length > 0) holdReading(this);
+}
+
+/** Reads the connection again; node pauses it again at the next request if its answers still pile up. */
 function readAgain(socket: PipelinedSocket): void {
-  if (socket.destroyed || socket._paused !== true) return;
-  socket._paused = false;
-  socket.parser?.resume();
-  resumeReading.call(socket);
+  releaseReading(socket);
 }
 
 /**
@@ -110,7 +102,7 @@ function settled(this: ServerResponse): void {
       // A non-safe request among them is in flight now: the rest wait for it, in order.
       for (let j = i; j < waiting.length; j++) again.waiting.push(waiting[j] as IncomingMessage | ServerResponse);
       // (An answer written meanwhile may have let node resume the socket.)
-      if (socket._paused !== true) stopReading(socket);
+      if (!readingHeld(socket)) stopReading(socket);
       return;
     }
     held.run(waiting[i] as IncomingMessage, waiting[i + 1] as ServerResponse);

@@ -2,6 +2,7 @@
 // the request id, and the public base URL of links.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { Config } from '../config/index.js';
 import { ApiError } from '../core/index.js';
 import type { Exchange, Instance } from './exchange.js';
 import { isSaneHost, proxiedOrigin } from './forwarded.js';
@@ -93,9 +94,11 @@ export function requestIds(): () => string {
   return () => `${prefix}-${(++n).toString(36)}`;
 }
 
-export function base(app: Instance, req: IncomingMessage): string {
-  if (app.deps.publicBase) return app.deps.publicBase;
-  if (app.deps.config().trustProxy) {
+/** The public base URL of a request's links (call it through lifecycle.ts's baseOf: once a request). */
+export function base(app: Instance, req: IncomingMessage, config: Config): string {
+  const fixed = app.deps.publicBase;
+  if (fixed) return fixed;
+  if (config.trustProxy) {
     const proxied = proxiedBase(req);
     if (proxied !== undefined) return proxied;
   }

@@ -3,7 +3,8 @@
 
 export type Match<H> =
   | { readonly kind: 'found'; readonly handler: H; readonly params: Readonly<Record<string, string>>; readonly allow: string }
-  | { readonly kind: 'method_not_allowed'; readonly allow: string }
+  /** `handler`: what the path answers a method it does not have (see Router.otherwise). */
+  | { readonly kind: 'method_not_allowed'; readonly allow: string; readonly handler: H | undefined }
   | { readonly kind: 'not_found' };
 
 interface PathEntry<H> {
@@ -14,6 +15,9 @@ interface PathEntry<H> {
   allow: string;
   /** For static paths: the answer per method, built once (a match allocates nothing). */
   readonly found: Map<string, Match<H>>;
+  /** The answer to a method the path does not have. */
+  refused: Match<H>;
+  otherwise: H | undefined;
 }
 
 const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
@@ -29,11 +33,21 @@ export class Router<H> {
     if (entry.methods.has(method)) throw new Error(`route ${method} ${template} registered twice`);
     entry.methods.set(method, handler);
     entry.allow = allowHeader(entry.methods);
-    if (!entry.template.includes('{')) {
-      entry.found.clear();
-      for (const m of [...entry.methods.keys(), 'HEAD']) entry.found.set(m, pick(entry, m, NO_PARAMS));
-    }
+    refresh(entry);
     return this;
+  }
+
+  /** What `template` (registered) answers a method it does not have. */
+  otherwise(template: string, handler: H): this {
+    const entry = this.#entry(template);
+    entry.otherwise = handler;
+    refresh(entry);
+    return this;
+  }
+
+  /** The templates registered, each with its Allow value. */
+  paths(): Array<{ template: string; allow: string }> {
+    return [...this.#static.values(), ...this.#dynamic].map((e) => ({ template: e.template, allow: e.allow }));
   }
 
   match(method: string, path: string): Match<H> {
@@ -50,17 +64,26 @@ export class Router<H> {
     const known = this.#static.get(template) ?? this.#dynamic.find((e) => e.template === template);
     if (known) return known;
     const segments = template.split('/').map((part) => (part.startsWith('{') ? { text: part.slice(1, -1), param: true } : { text: part, param: false }));
-    const entry: PathEntry<H> = { template, segments, methods: new Map(), allow: '', found: new Map() };
+    const entry: PathEntry<H> = { template, segments, methods: new Map(), allow: '', found: new Map(), refused: NOT_FOUND, otherwise: undefined };
     if (template.includes('{')) this.#dynamic.push(entry);
     else this.#static.set(template, entry);
     return entry;
   }
 }
 
+/** Rebuilds an entry's prepared answers after a change. */
+function refresh<H>(entry: PathEntry<H>): void {
+  entry.refused = { kind: 'method_not_allowed', allow: entry.allow, handler: entry.otherwise };
+  if (!entry.template.includes('{')) {
+    entry.found.clear();
+    for (const m of [...entry.methods.keys(), 'HEAD']) entry.found.set(m, pick(entry, m, NO_PARAMS));
+  }
+}
+
 function pick<H>(entry: PathEntry<H>, method: string, params: Readonly<Record<string, string>>): Match<H> {
   // Per RFC 9110 section 9.3.2, HEAD is answered like GET without the body (node:http drops it).
   const handler = entry.methods.get(method) ?? (method === 'HEAD' ? entry.methods.get('GET') : undefined);
-  if (handler === undefined) return { kind: 'method_not_allowed', allow: entry.allow };
+  if (handler === undefined) return entry.refused;
   return { kind: 'found', handler, params, allow: entry.allow };
 }
 

@@ -1,16 +1,24 @@
 // The one exit: every response of the service is written here.
+import type { Reply } from '../api/index.js';
 import { boundUnreadBody, lingerAfterAnswer } from './drain.js';
 import { loggedAddress } from './client-address.js';
 import type { Exchange, Instance } from './exchange.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** Sends a handler's reply with the headers gathered so far (or ends the connection, as it asks). */
+export function sendReply(app: Instance, x: Exchange, reply: Reply): void {
+  if (reply.headers !== undefined) Object.assign(x.headers, reply.headers);
+  if (reply.end !== undefined) endConnection(app, x, reply);
+  else send(app, x, reply.status, reply.body, reply.contentType);
+}
+
 /** The one exit: every response of the service is written here, with writeHead and end once. */
-export function send(app: Instance, x: Exchange, status: number, body: string | Buffer | undefined): void {
+export function send(app: Instance, x: Exchange, status: number, body: string | Buffer | undefined, contentType = JSON_TYPE): void {
   const headers = x.headers;
   headers['x-request-id'] = x.reqId;
   if (body !== undefined) {
-    headers['content-type'] = JSON_TYPE;
+    headers['content-type'] = contentType;
     headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
   }
   headers['cache-control'] = 'no-store';
@@ -21,6 +29,12 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
   }
   x.res.writeHead(status, headers);
   x.res.end(body);
+  done(app, x, status);
+}
+
+/** Counts and logs an answer, with one more clock reading for its duration. */
+function done(app: Instance, x: Exchange, status: number): void {
+  if (x.quiet) return;
   const metrics = app.metrics;
   if (metrics === undefined && !app.accessLog) return;
   // One clock reading for both: the figures and the log line give the same time.
@@ -34,23 +48,110 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
  * The access log line, in pino-http's field names: req.remoteAddress, req.remotePort,
  * req.headers["user-agent"] (the one header logged: the others may carry a key), and for an
  * Error body err.type, err.code and err.message (pino's error serializer), so a 4xx says why.
+ * Built from a fixed template: only the strings a client controls (or a config names) are
+ * escaped, by jsonString; a logger without logJson (an embedder's function) gets the fields
+ * as an object instead, with the same content.
  */
 function logRequest(app: Instance, x: Exchange, status: number, elapsed: number): void {
   const req = x.req;
   const error = x.error;
+  const logger = app.deps.logger;
   const userAgent = req.headers['user-agent'];
-  app.deps.logger.log('info', 'request completed', {
-    reqId: x.reqId,
-    req: {
-      method: req.method,
-      url: req.url,
-      remoteAddress: loggedAddress(req, app.deps.config()),
-      remotePort: req.socket.remotePort,
-      headers: userAgent === undefined ? undefined : { 'user-agent': userAgent },
-    },
-    res: { statusCode: status },
-    err: error === undefined ? undefined : { type: 'ApiError', code: error.code, message: error.message },
-    responseTime: Math.round(elapsed * 100) / 100,
-    key: x.keyName,
-  });
+  const remoteAddress = loggedAddress(req, x.config);
+  const remotePort = req.socket.remotePort;
+  const responseTime = Math.round(elapsed * 100) / 100;
+  if (logger.logJson === undefined) {
+    logger.log('info', 'request completed', {
+      reqId: x.reqId,
+      req: {
+        method: req.method,
+        url: req.url,
+        remoteAddress,
+        remotePort,
+        headers: userAgent === undefined ? undefined : { 'user-agent': userAgent },
+      },
+      res: { statusCode: status },
+      err: error === undefined ? undefined : { type: 'ApiError', code: error.code, message: error.message },
+      responseTime,
+      key: x.keyName,
+    });
+    return;
+  }
+  let line = `,"reqId":${jsonString(x.reqId)},"req":{"method":${jsonString(req.method ?? '')},"url":${jsonString(req.url ?? '')}`;
+  if (remoteAddress !== undefined) line += `,"remoteAddress":${jsonString(remoteAddress)}`;
+  if (remotePort !== undefined) line += `,"remotePort":${remotePort}`;
+  if (userAgent !== undefined) line += `,"headers":{"user-agent":${jsonString(userAgent)}}`;
+  line += `},"res":{"statusCode":${status}}`;
+  // Error codes are ours (plain identifiers); messages may quote the client.
+  if (error !== undefined) line += `,"err":{"type":"ApiError","code":"${error.code}","message":${jsonString(error.message)}}`;
+  line += `,"responseTime":${responseTime}`;
+  if (x.keyName !== undefined) line += `,"key":${jsonString(x.keyName)}`;
+  logger.logJson('info', 'request completed', line);
+}
+
+const HEX = '0123456789abcdef';
+
+/**
+ * A string as JSON text, exactly as JSON.stringify writes it: quotes, backslashes and
+ * control characters escaped (\n, \t, ... or \u00XX), and lone surrogates as \uXXXX.
+ * The common case, nothing to escape, is one scan and one concatenation.
+ */
+export function jsonString(s: string): string {
+  const n = s.length;
+  let i = 0;
+  for (; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) break;
+  }
+  if (i === n) return `"${s}"`;
+  let out = `"${s.slice(0, i)}`;
+  let from = i;
+  for (; i < n; i++) {
+    const c = s.charCodeAt(i);
+    let esc: string | undefined;
+    if (c < 0x20) {
+      esc = c === 0x0a ? '\\n' : c === 0x0d ? '\\r' : c === 0x09 ? '\\t' : c === 0x08 ? '\\b' : c === 0x0c ? '\\f' : `\\u00${HEX[c >> 4]}${HEX[c & 15]}`;
+    } else if (c === 0x22) {
+      esc = '\\"';
+    } else if (c === 0x5c) {
+      esc = '\\\\';
+    } else if (c >= 0xd800 && c <= 0xdfff) {
+      const next = i + 1 < n ? s.charCodeAt(i + 1) : 0;
+      if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+        i++; // a well-formed pair: written as it is
+        continue;
+      }
+      esc = `\\u${c.toString(16)}`;
+    }
+    if (esc === undefined) continue;
+    out += s.slice(from, i) + esc;
+    from = i + 1;
+  }
+  return `${out}${s.slice(from)}"`;
+}
+
+/**
+ * A reply that asks for a broken connection (test harnesses simulating a bad network):
+ * 'reset' drops it with a TCP RST, 'empty' closes it without a byte of answer, 'truncated'
+ * sends the status line, the headers (Content-Length of the whole body) and half the body,
+ * then closes. Counted and logged with the reply's status, as answered.
+ */
+function endConnection(app: Instance, x: Exchange, reply: Reply): void {
+  const socket = x.req.socket;
+  if (reply.end === 'reset') {
+    socket.resetAndDestroy();
+  } else if (reply.end === 'empty') {
+    socket.destroy();
+  } else {
+    const body = typeof reply.body === 'string' ? Buffer.from(reply.body) : (reply.body ?? Buffer.alloc(0));
+    const headers = x.headers;
+    headers['x-request-id'] = x.reqId;
+    headers['content-type'] = reply.contentType ?? JSON_TYPE;
+    headers['content-length'] = String(body.length);
+    headers['cache-control'] = 'no-store';
+    x.res.writeHead(reply.status, headers);
+    // The headers and half the body go out; then the connection closes with the rest unsent.
+    x.res.write(body.subarray(0, body.length >> 1), () => socket.end());
+  }
+  done(app, x, reply.status);
 }

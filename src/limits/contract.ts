@@ -31,7 +31,12 @@ export interface LimitResult {
 
 export interface Limiter {
   /** Charges one request to `id` (or refuses it) and returns the outcome and header values. */
-  take(id: string, limits: Limits): LimitResult | Promise<LimitResult>;
+  /**
+   * `now`, when given, is the caller's reading of the monotonic clock for this request (read
+   * once per request by the HTTP layer); without it the limiter reads its own clock. A
+   * limiter kept elsewhere may keep its own time and ignore it.
+   */
+  take(id: string, limits: Limits, now?: number): LimitResult | Promise<LimitResult>;
   /**
    * Changes the ban policy and the size bound (a config reload). Throws (RangeError) on
    * values checkConfiguration refuses; bans already running keep their end.

@@ -102,9 +102,9 @@ export class MemoryLimiter implements Limiter {
   }
 
   /** Charges one request to `id` (or refuses it) and returns the outcome and headers. */
-  take(id: string, limits: Limits): LimitResult {
+  take(id: string, limits: Limits, now?: number): LimitResult {
     const strings = this.#policies.get(limits);
-    const mono = this.#clock.monotonic();
+    const mono = now ?? this.#clock.monotonic();
     const e = this.#touch(id, limits, mono);
     refill(e, limits, mono);
 

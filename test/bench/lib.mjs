@@ -19,6 +19,8 @@ export const SERVERS = {
   petstore: { script: PETSTORE, args: ['--log-level', process.env.BENCH_PETSTORE_LOG ?? 'warn'] },
   'petstore+log': { script: PETSTORE, args: ['--log-level', 'info'] },
   fastify: { script: join(BENCH_DIR, 'peers', 'fastify.mjs'), args: [] },
+  // Fastify with its own pino request logger on, as shipped by a user (two lines a request).
+  'fastify+log': { script: join(BENCH_DIR, 'peers', 'fastify.mjs'), args: ['--log'] },
   express: { script: join(BENCH_DIR, 'peers', 'express.mjs'), args: [] },
   ceiling: { script: join(BENCH_DIR, 'peers', 'ceiling.mjs'), args: [] },
   'ceiling+store': { script: join(BENCH_DIR, 'peers', 'ceiling-store.mjs'), args: [] },

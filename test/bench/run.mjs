@@ -13,7 +13,7 @@
 //   BENCH_WARMUP        seconds of warm-up per server and scenario (2)
 //   BENCH_CONNECTIONS   wrk connections for the GET scenarios (64; POST always uses 64)
 //   BENCH_SCENARIOS     comma list of: list, get, create, nokey, badlimit, startup (all)
-//   BENCH_SERVERS       comma list of: petstore, petstore+log, fastify, express, ceiling, ceiling+store,
+//   BENCH_SERVERS       comma list of: petstore, petstore+log, fastify, fastify+log, express, ceiling, ceiling+store,
 //                       fsync-baseline, petstore@before (all)
 //   BENCH_BEFORE        path of an older dist/petstore.js: adds the row `petstore@before` to every
 //                       petstore scenario, for before/after ratios from one run
@@ -43,7 +43,7 @@ const SCENARIOS = [
   {
     id: 'list',
     title: 'GET /v1/pets?limit=20',
-    servers: ['petstore', 'petstore+log', 'fastify', 'express', 'ceiling'],
+    servers: ['petstore', 'petstore+log', 'fastify', 'fastify+log', 'express', 'ceiling'],
     script: 'wrk/get.lua',
     path: '/pets?limit=20',
     request: { headers: auth() },
@@ -52,7 +52,7 @@ const SCENARIOS = [
   {
     id: 'get',
     title: 'GET /v1/pets/{id}',
-    servers: ['petstore', 'fastify', 'express', 'ceiling'],
+    servers: ['petstore', 'petstore+log', 'fastify', 'fastify+log', 'express', 'ceiling'],
     script: 'wrk/get.lua',
     path: '/pets/100',
     request: { headers: auth() },

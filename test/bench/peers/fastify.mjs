@@ -3,7 +3,10 @@
 // input and fast-json-stringify serializes output), one onRequest hook for auth and rate
 // limits, one error handler that turns every failure into petstore's Error body.
 //
-//   node peers/fastify.mjs --config bench.config.json (--data FILE | --memory) [--port 0]
+// With --log, Fastify's own request logger is on (pino, level info, to stdout: an "incoming
+// request" and a "request completed" line per request), as a user would ship it.
+//
+//   node peers/fastify.mjs --config bench.config.json (--data FILE | --memory) [--port 0] [--log]
 import Fastify from 'fastify';
 import {
   BODY_LIMIT,
@@ -27,7 +30,8 @@ import {
   wwwAuthenticate,
 } from './common.mjs';
 
-const opts = parseArgs();
+const withLog = process.argv.includes('--log');
+const opts = parseArgs(process.argv.slice(2).filter((a) => a !== '--log'));
 const config = loadConfig(opts.config);
 const limiter = new RateLimiter(config);
 const store = await openStore(opts);
@@ -63,7 +67,7 @@ const errorSchema = {
 const errorResponses = { '4xx': errorSchema, '5xx': errorSchema };
 
 const app = Fastify({
-  logger: false,
+  logger: withLog,
   bodyLimit: BODY_LIMIT,
   // Query values stay strings (so "1e1" or a repeated parameter is not coerced into a valid
   // limit) and JSON bodies keep their types ("5" is not a categoryId).

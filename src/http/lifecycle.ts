@@ -1,0 +1,431 @@
+// The request lifecycle, as data. Every request runs the same way:
+//
+//   frame checks -> route match -> the route's phases, in order -> send (the one exit)
+//
+// Each route of the table (route-table.ts) gets its list of phases when the app starts and
+// again for every config a reload brings; a feature that is off adds no phase, so it costs a
+// request nothing. The phases, in the order they run, and when a route has them:
+//
+//   phase          on routes                                  answers
+//   -------------  -----------------------------------------  ----------------------------------------
+//   (frame)        every request, before matching             400 HTTP/2.0 or 0.9 request line, Host
+//                                                             missing or repeated (HTTP/1.1),
+//                                                             Authorization repeated, Transfer-Encoding
+//                                                             in HTTP/1.0 (absolute-form reduced first)
+//   deprecation    the deprecated route (getPet)              -- its headers, on every answer after this
+//   cors           API paths, when cors.origins is set        -- CORS headers for an allowed Origin
+//   preflight      405 of an API path, when cors is set       204 to an allowed preflight (charged to
+//                                                             the client address)
+//   authenticate   auth key / optional / admin                -- who is calling (per-connection cache)
+//   charge         every route but 'open' ones                429 rate_limited, temporarily_banned
+//                  (admin: only a caller without the key)
+//   deny           auth key / admin                           401 unauthorized
+//   expect         API paths                                  417 expectation_failed
+//   faults         /v1 operations, with an admin key set      429/503, or a delay (/__admin/faults)
+//   idempotency    routes declaring Idempotency-Key           400 for a bad or repeated key
+//   body           routes declaring a request body            400, 413, 415, 501, 503
+//   handler        every route                                the handler's Reply or ApiError; the
+//                                                             404/405 of a path in no route
+//
+// Requests node:http cannot parse, and CONNECT, are answered in client-errors.ts (400/408/431/405).
+import type { AdminContext, AdminRoute, HandlerContext, Query, Reply, RouteSpec } from '../api/index.js';
+import { ADMIN_MAX_BODY_BYTES, Faults, PageCache, PetCache, faultError, idempotencyKeyOf } from '../api/index.js';
+import type { Config } from '../config/index.js';
+import { ApiError, clip } from '../core/index.js';
+import type { LimitResult } from '../limits/index.js';
+import { hasPageVersion } from '../store/index.js';
+import { authenticateOn, challenge, isAdminKey, unauthorized } from './auth.js';
+import { PendingBodies } from './body.js';
+import { applyLimit, chargeAddress } from './charge.js';
+import { addPreflightHeaders, allowCors } from './cors.js';
+import { deprecationHeaders } from './deprecation.js';
+import { Exchange, type AppDeps, type Instance, type RequestListener } from './exchange.js';
+import { fail } from './failure.js';
+import { parseQuery } from './query.js';
+import { SLASH, base, checkRequestFields, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
+import {
+  ADMIN_NOT_FOUND, ADMIN_PREFIX, NOT_FOUND, methodNotAllowed, tableRoutes, type CompiledRoute, type RouteTable, type TableRoute,
+} from './route-table.js';
+import { Router } from './router.js';
+import { sendReply } from './send.js';
+
+/**
+ * One step of a request. It returns undefined to go on, DONE once it has answered, or a
+ * promise to go on (or stop) once it settles; it throws (or rejects with) what is to be
+ * answered as an Error body.
+ */
+export type Phase = (app: Instance, x: Exchange) => Step;
+type Step = undefined | typeof DONE | Promise<unknown>;
+const DONE = 1;
+
+/** A phase of the table below: its name, whether a route has it under a config, and what it does. */
+interface PhaseEntry {
+  readonly name: string;
+  readonly pick: (route: TableRoute, config: Config) => Phase | undefined;
+}
+
+const when = (test: boolean, phase: Phase): Phase | undefined => (test ? phase : undefined);
+
+/** The lifecycle: every phase a route may have, in the order they run. */
+export const PHASES: readonly PhaseEntry[] = [
+  { name: 'deprecation', pick: (r) => when(r.deprecated !== undefined, deprecation) },
+  { name: 'cors', pick: (r, c) => when(r.group === 'api' && c.cors.origins.length > 0, r.preflight ? corsOrPreflight : cors) },
+  { name: 'authenticate', pick: (r, c) => (r.auth === 'key' ? authenticateKey : r.auth === 'optional' ? authenticateOptional : r.auth === 'admin' && c.admin !== undefined ? authenticateAdmin : undefined) },
+  { name: 'charge', pick: (r) => (r.auth === 'open' ? undefined : r.auth === 'admin' ? chargeRefused : charge) },
+  { name: 'deny', pick: (r) => when(r.auth === 'key' || r.auth === 'admin', deny) },
+  { name: 'expect', pick: (r) => when(r.group === 'api', expect) },
+  { name: 'faults', pick: (r, c) => when(c.admin !== undefined && r.group === 'api' && r.action.kind === 'api', faults) },
+  { name: 'idempotency', pick: (r) => when(r.idempotencyKey, idempotency) },
+  { name: 'body', pick: (r) => when(r.body !== undefined, r.body === 'admin' ? adminBody : apiBody) },
+  { name: 'handler', pick: (r) => HANDLERS[r.action.kind] },
+];
+
+function compile(route: TableRoute, config: Config): CompiledRoute<Phase> {
+  const phases: Phase[] = [];
+  for (const entry of PHASES) {
+    const phase = entry.pick(route, config);
+    if (phase !== undefined) phases.push(phase);
+  }
+  return { route, phases };
+}
+
+/**
+ * Every route under `config` with the names of its phases, as the app builds them: the
+ * lifecycle as a table, for the documentation and its tests. Method '(other)' is a path's
+ * 405; '* (any other path)' the 404 of a path in no route; '* /__admin/(any other)' that of
+ * an admin path in no admin route.
+ */
+export function phaseTable(deps: AppDeps, config: Config): Array<{ method: string; path: string; phases: string[] }> {
+  const names = (route: TableRoute): string[] => PHASES.filter((p) => p.pick(route, config) !== undefined).map((p) => p.name);
+  const out = tableRoutes(deps, config).map(({ method, path, route }) => ({ method, path, phases: names(route) }));
+  const groups = new Map(tableRoutes(deps, config).map(({ path, route }) => [path, route.group]));
+  for (const [path, group] of groups) out.push({ method: '(other)', path, phases: names(methodNotAllowed(group, path, '')) });
+  out.push({ method: '*', path: '(any other path)', phases: names(NOT_FOUND) });
+  if (config.admin !== undefined && deps.admin !== undefined) out.push({ method: '*', path: `${ADMIN_PREFIX}(any other)`, phases: names(ADMIN_NOT_FOUND) });
+  return out;
+}
+
+/** The table and every route's phases for `config`. */
+function buildTable(app: Instance, config: Config, generation: number): RouteTable<Phase> {
+  // (Each route's phases depend on the route and the config only.)
+  const router = new Router<CompiledRoute<Phase>>();
+  const groups = new Map<string, TableRoute['group']>();
+  for (const { method, path, route } of tableRoutes(app.deps, config)) {
+    router.add(method, path, compile(route, config));
+    groups.set(path, route.group);
+  }
+  for (const { template, allow } of router.paths()) {
+    router.otherwise(template, compile(methodNotAllowed(groups.get(template) ?? 'api', template, allow), config));
+  }
+  return {
+    config,
+    generation,
+    router,
+    notFound: compile(NOT_FOUND, config),
+    adminNotFound: config.admin === undefined || app.deps.admin === undefined ? undefined : compile(ADMIN_NOT_FOUND, config),
+  };
+}
+
+export function createApp(deps: AppDeps): RequestListener {
+  const app: Instance = {
+    deps,
+    table: undefined as unknown as RouteTable<Phase>,
+    // Pages and pets are cached only for a store that offers a version to check them against.
+    pages: hasPageVersion(deps.store) ? { cache: new PageCache(), version: deps.store } : undefined,
+    pets: hasPageVersion(deps.store) ? new PetCache() : undefined,
+    bodies: new PendingBodies(),
+    // Decided once: with access logs off, a request builds no log fields at all.
+    accessLog: deps.logger.enabled?.('info') ?? true,
+    bases: new Map(),
+    deprecations: new Map(),
+    busy: { refused: 0, loggedAt: -Infinity },
+    metrics: deps.metrics,
+    faults: deps.admin?.faults ?? new Faults(),
+    operations: deps.routes.map((r) => r.operationId),
+  };
+  app.table = buildTable(app, deps.config(), 1);
+  const ids = requestIds();
+  const clock = deps.clock;
+
+  return (req, res) => {
+    // The config snapshot of this request, taken once; a new one (a reload) rebuilds the
+    // routes' phases and moves the generation the per-connection caches are checked against.
+    const config = deps.config();
+    let table = app.table as RouteTable<Phase>;
+    if (table.config !== config) table = app.table = buildTable(app, config, table.generation + 1);
+    const x = new Exchange(req, res, clock.monotonic(), requestId(req, ids), config);
+    dispatch(app, x, table)?.catch((err: unknown) => fail(app, x, err));
+  };
+}
+
+/** Frame checks, then the matched route's phases. */
+function dispatch(app: Instance, x: Exchange, table: RouteTable<Phase>): Promise<void> | undefined {
+  let compiled: CompiledRoute<Phase>;
+  try {
+    const req = x.req;
+    let url = req.url ?? '/';
+    // RFC 9112 section 3.2.2: a server must accept the absolute-form (http://host/v1/pets) too.
+    if (url.charCodeAt(0) !== SLASH) url = originForm(url);
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    x.path = path;
+    if (q !== -1) x.rawQuery = url.slice(q + 1);
+    // Malformed HTTP that node's parser lets through (see answerClientError in client-errors.ts).
+    if (req.httpVersionMajor !== 1) throw unsupportedVersion(x);
+    const fieldProblem = checkRequestFields(req);
+    if (fieldProblem !== undefined) throw fieldProblem;
+
+    const match = table.router.match(req.method ?? 'GET', path);
+    if (match.kind === 'found') {
+      compiled = match.handler;
+      x.params = match.params;
+    } else if (match.kind === 'method_not_allowed' && match.handler !== undefined) {
+      compiled = match.handler;
+    } else {
+      compiled = table.adminNotFound !== undefined && path.startsWith(ADMIN_PREFIX) ? table.adminNotFound : table.notFound;
+    }
+    x.route = compiled.route;
+    x.operation = compiled.route.operationId;
+  } catch (err) {
+    fail(app, x, err);
+    return undefined;
+  }
+  return run(app, x, compiled.phases, 0);
+}
+
+/** Runs phases from `from` on; catches its own errors (they become the answer). */
+function run(app: Instance, x: Exchange, phases: readonly Phase[], from: number): Promise<void> | undefined {
+  // Errors are caught here rather than by the caller: V8 counts a function's calls toward
+  // optimizing it at its returns, so a function that mostly exits by throw (every 400 and
+  // 401) would stay interpreted.
+  try {
+    for (let i = from; i < phases.length; i++) {
+      const step = (phases[i] as Phase)(app, x);
+      if (step === undefined) continue;
+      if (step === DONE) return undefined;
+      const next = i + 1;
+      return step.then(
+        (settled) => (settled === DONE || next === phases.length ? undefined : run(app, x, phases, next)),
+        (err: unknown) => fail(app, x, err),
+      );
+    }
+  } catch (err) {
+    fail(app, x, err);
+  }
+  return undefined;
+}
+
+/** The public base URL of this request's links, computed at most once per request. */
+export function baseOf(app: Instance, x: Exchange): string {
+  return (x.base ??= base(app, x.req, x.config));
+}
+
+// ---- The phases ----
+
+/** Every answer of a deprecated operation carries its headers, errors included. */
+function deprecation(app: Instance, x: Exchange): Step {
+  Object.assign(x.headers, deprecationHeaders(app, x.route as TableRoute, baseOf(app, x)));
+  return undefined;
+}
+
+function cors(_app: Instance, x: Exchange): Step {
+  allowCors(x, x.config);
+  return undefined;
+}
+
+/** A CORS preflight (Fetch standard) carries no credentials: answered before authentication. */
+function corsOrPreflight(app: Instance, x: Exchange): Step {
+  if (!allowCors(x, x.config) || x.req.method !== 'OPTIONS' || x.req.headers['access-control-request-method'] === undefined) return undefined;
+  const allow = (x.route as TableRoute).action as { readonly allow?: string };
+  const answer = (limit: LimitResult): typeof DONE => {
+    applyLimit(app, x, limit);
+    addPreflightHeaders(x, allow.allow ?? '');
+    sendReply(app, x, PREFLIGHT);
+    return DONE;
+  };
+  const limit = chargeAddress(app.deps, x, x.config);
+  return limit instanceof Promise ? limit.then(answer) : answer(limit);
+}
+const PREFLIGHT: Reply = { status: 204, body: undefined };
+
+/**
+ * Who sent the request, by its bearer key: remembered per connection (auth.ts). A failure is
+ * refused after the limiter (deny): keyless and wrong-key requests share a small per-address
+ * budget, so keys cannot be guessed at speed; their 401 carries that budget's headers.
+ */
+function authenticateKey(app: Instance, x: Exchange): Step {
+  const { result } = authenticateOn(x.req.socket, x.req.headers.authorization, app.table.generation, x.config.keys);
+  x.auth = result;
+  if (result.kind === 'key') x.keyName = result.entry.name;
+  return undefined;
+}
+
+/** A public route takes a key that is not valid as no key: served, on the address's budget. */
+function authenticateOptional(app: Instance, x: Exchange): Step {
+  const { result } = authenticateOn(x.req.socket, x.req.headers.authorization, app.table.generation, x.config.keys);
+  if (result.kind === 'key') {
+    x.auth = result;
+    x.keyName = result.entry.name;
+  }
+  return undefined;
+}
+
+/** The admin key, or the failure answered 401 after the address is charged. */
+function authenticateAdmin(app: Instance, x: Exchange): Step {
+  const admin = x.config.admin as { readonly digest: string };
+  const remembered = authenticateOn(x.req.socket, x.req.headers.authorization, app.table.generation, x.config.keys);
+  x.auth = isAdminKey(remembered, admin.digest);
+  return undefined;
+}
+
+/** Charges a key's budget, or the client address's one; a refusal is the answer. */
+function charge(app: Instance, x: Exchange): Step {
+  const auth = x.auth;
+  // Charged at the request's one reading of the clock, taken when it arrived.
+  const limit = auth?.kind === 'key' ? app.deps.keyLimiter.take(auth.entry.digest, auth.entry.limits, x.started) : chargeAddress(app.deps, x, x.config);
+  // Only a limiter kept elsewhere answers with a promise: the in-memory one stays synchronous.
+  if (limit instanceof Promise) return limit.then((l) => applyLimit(app, x, l));
+  applyLimit(app, x, limit);
+  return undefined;
+}
+
+/** The admin routes charge only a caller without the admin key (to the address's budget). */
+function chargeRefused(app: Instance, x: Exchange): Step {
+  return x.auth === undefined ? undefined : charge(app, x);
+}
+
+/** 401, the same on every path (a 401 does not tell an outsider that admin is enabled). */
+function deny(app: Instance, x: Exchange): Step {
+  const auth = x.auth;
+  if (auth === undefined || auth.kind === 'key') return undefined;
+  x.headers['www-authenticate'] = challenge(auth);
+  app.metrics?.unauthorized(auth.kind === 'missing' ? 'missing_key' : auth.kind === 'invalid' ? 'invalid_key' : 'other_scheme');
+  throw unauthorized(auth);
+}
+
+/** RFC 9110 section 10.1.1: an expectation the server cannot meet is a 417. */
+function expect(_app: Instance, x: Exchange): Step {
+  const value = x.req.headers.expect;
+  if (value !== undefined && value.toLowerCase() !== '100-continue') {
+    throw new ApiError('expectation_failed', `Expect "${clip(value)}" is not supported; only 100-continue is.`);
+  }
+  return undefined;
+}
+
+/** A fault set through /__admin/faults: answered instead, or waited out first. */
+function faults(app: Instance, x: Exchange): Step {
+  if (app.faults.armed === 0) return undefined;
+  const fault = app.faults.take(x.operation as string);
+  if (fault === undefined) return undefined;
+  if (fault.status !== undefined) throw faultError(fault);
+  return app.faults.wait(fault.delayMs ?? 0);
+}
+
+/** The Idempotency-Key, checked before the body is read: a bad key is refused without waiting for the upload. */
+function idempotency(_app: Instance, x: Exchange): Step {
+  if (x.req.headers['idempotency-key'] === undefined) return undefined;
+  // node joins a repeated field with ", ": each line is seen apart to refuse a second one.
+  const key = idempotencyKeyOf(x.req.headersDistinct['idempotency-key'] ?? []);
+  if (key instanceof ApiError) throw key;
+  x.idempotencyKey = key;
+  return undefined;
+}
+
+function apiBody(app: Instance, x: Exchange): Step {
+  const c = x.config;
+  return app.bodies.readJson(x.req, x.res, c.maxBodyBytes, c.maxPendingBodyBytes).then((body) => {
+    x.body = body;
+  });
+}
+
+/** Admin bodies may hold a seed of many pets: up to ADMIN_MAX_BODY_BYTES, within maxPendingBodyBytes. */
+function adminBody(app: Instance, x: Exchange): Step {
+  const c = x.config;
+  const max = Math.min(c.maxPendingBodyBytes, Math.max(c.maxBodyBytes, ADMIN_MAX_BODY_BYTES));
+  return app.bodies.readJson(x.req, x.res, max, c.maxPendingBodyBytes).then((body) => {
+    x.body = body;
+  });
+}
+
+// ---- The handlers: what each kind of route does last ----
+
+const HANDLERS: Readonly<Record<TableRoute['action']['kind'], Phase>> = {
+  api(app, x) {
+    const spec = (x.route?.action as { readonly spec: RouteSpec }).spec;
+    return answer(app, x, spec.handler(new Input(app, x)));
+  },
+  admin(app, x) {
+    const spec = (x.route?.action as { readonly spec: AdminRoute }).spec;
+    const control = app.deps.admin as NonNullable<AppDeps['admin']>;
+    const ctx: AdminContext = { body: x.body, params: x.params, now: x.started, control, operations: app.operations };
+    return answer(app, x, spec.handler(ctx));
+  },
+  fixed(app, x) {
+    x.quiet = (x.route as TableRoute).quiet;
+    return answer(app, x, ((x.route as TableRoute).action as { reply: (m: string) => Reply | Promise<Reply> }).reply(x.req.method ?? 'GET'));
+  },
+  refuse(_app, x) {
+    const action = (x.route as TableRoute).action as { readonly error: (m: string, p: string) => ApiError; readonly allow?: string };
+    if (action.allow !== undefined) x.headers.allow = action.allow;
+    throw action.error(x.req.method ?? 'GET', x.path);
+  },
+};
+
+/** Sends a handler's answer, at once or when its promise settles. */
+function answer(app: Instance, x: Exchange, reply: Reply | ApiError | Promise<Reply | ApiError>): Step {
+  if (reply instanceof Promise) {
+    return reply.then((r) => {
+      if (r instanceof ApiError) fail(app, x, r);
+      else sendReply(app, x, r);
+      return DONE;
+    });
+  }
+  if (reply instanceof ApiError) fail(app, x, reply);
+  else sendReply(app, x, reply);
+  return DONE;
+}
+
+const NO_QUERY: Query = new Map();
+
+/** What an API handler is given: plain data, read from the exchange; query and base on first use. */
+class Input implements HandlerContext {
+  readonly params: Readonly<Record<string, string>>;
+  readonly rawQuery: string;
+  readonly body: unknown;
+  readonly idempotencyKey: string | undefined;
+  readonly scope: string | undefined;
+  readonly keyName: string | undefined;
+  readonly now: number;
+  readonly config: Config;
+  readonly store: HandlerContext['store'];
+  readonly pages: HandlerContext['pages'];
+  readonly pets: HandlerContext['pets'];
+  #query: Query | undefined;
+  readonly #app: Instance;
+  readonly #x: Exchange;
+
+  constructor(app: Instance, x: Exchange) {
+    this.#app = app;
+    this.#x = x;
+    this.params = x.params;
+    this.rawQuery = x.rawQuery;
+    this.body = x.body;
+    this.idempotencyKey = x.idempotencyKey;
+    const auth = x.auth;
+    this.scope = auth?.kind === 'key' ? auth.entry.digest : undefined;
+    this.keyName = x.keyName;
+    this.now = x.started;
+    this.config = x.config;
+    this.store = app.deps.store;
+    this.pages = app.pages;
+    this.pets = app.pets;
+  }
+
+  get query(): Query {
+    return (this.#query ??= this.rawQuery === '' ? NO_QUERY : parseQuery(this.rawQuery));
+  }
+
+  get base(): string {
+    return baseOf(this.#app, this.#x);
+  }
+}

@@ -1,0 +1,48 @@
+// The one file that touches node:http's private state. Everything else in src/ uses public
+// APIs only; test/http/node-internals.test.ts checks, on the Node it runs on, that each field
+// below still exists and behaves as used here, and fails loudly (naming the field) when a
+// Node release changes it.
+//
+// What is used, and why no public API does the job:
+// - socket._paused (lib/_http_server.js): node's own "stop reading this connection" flag. Its
+//   'resume' listener (onSocketResume) pauses the socket again while it is set, and node
+//   clears it, resuming the socket and its parser, once its backlog of answers has drained
+//   (socketOnDrain). A plain socket.pause() is undone by node as soon as any request of the
+//   connection is read or dumped (IncomingMessage's readStart resumes the socket unless
+//   _paused is set), so holding pipelined requests needs the flag.
+// - socket.parser.resume(): the parser of the connection, paused by node with the socket;
+//   reading again (after held requests have run) must resume both, as socketOnDrain does.
+// - socket.destroySoon(): what node calls to close a `Connection: close` answer's socket
+//   (resOnFinish). Replaced on that one socket to linger (see drain.ts): no public hook runs
+//   between the answer's last byte and the close.
+import type { Socket } from 'node:net';
+
+interface HttpSocket extends Socket {
+  _paused?: boolean;
+  parser?: { resume(): void } | null;
+}
+
+/** Whether node:http (or holdReading) has stopped reading the connection. */
+export function readingHeld(socket: Socket): boolean {
+  return (socket as HttpSocket)._paused === true;
+}
+
+/** Stops reading the connection the way node:http does when answers pile up. */
+export function holdReading(socket: Socket): void {
+  (socket as HttpSocket)._paused = true;
+  socket.pause();
+}
+
+/** Reads the connection again, as node's socketOnDrain does (no-op when not held or gone). */
+export function releaseReading(socket: Socket): void {
+  const s = socket as HttpSocket;
+  if (s.destroyed || s._paused !== true) return;
+  s._paused = false;
+  s.parser?.resume();
+  s.resume();
+}
+
+/** Replaces what node does to close this socket after a `Connection: close` answer. */
+export function onCloseAfterAnswer(socket: Socket, close: (this: Socket) => void): void {
+  socket.destroySoon = close;
+}

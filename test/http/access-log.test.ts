@@ -1,0 +1,93 @@
+// The access log's fixed template: the same line as the generic serializer wrote, with only
+// the strings a client controls escaped (by hand, as JSON.stringify would).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../../src/http/app.js';
+import { jsonString } from '../../src/http/send.js';
+import { systemClock } from '../../src/core/clock.js';
+import { jsonLogger } from '../../src/core/log.js';
+import type { Logger } from '../../src/core/index.js';
+import { parseConfig } from '../../src/config/index.js';
+import { ROUTES } from '../../src/api/routes.js';
+import { openMemoryStore } from '../../src/store/index.js';
+import { MemoryLimiter } from '../../src/limits/index.js';
+import { testConfig } from '../helpers.js';
+
+test('jsonString writes every string exactly as JSON.stringify does', () => {
+  const samples = [
+    '', 'plain', 'curl/8.5.0', 'quote"inside', 'back\\slash', 'tab\there', 'nl\nx', '\r\b\f\u0000\u001f\u007f',
+    'caf\u00e9 \u20ac', '\ud83d\ude00 pair', 'lone \ud800 high', 'lone \udc00 low', 'end high \ud83d', '\udc00\ud800', '"\\"',
+  ];
+  // And random strings over the characters that matter.
+  const alphabet = ['a', '"', '\\', '\n', '\u0001', '\u001f', ' ', '\u00ff', '\ud800', '\udbff', '\udc00', '\udfff', '\u2028', 'z'];
+  let seed = 7;
+  for (let n = 0; n < 2000; n++) {
+    let s = '';
+    const len = n % 12;
+    for (let i = 0; i < len; i++) {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      s += alphabet[seed % alphabet.length];
+    }
+    samples.push(s);
+  }
+  for (const s of samples) assert.equal(jsonString(s), JSON.stringify(s), JSON.stringify(s));
+});
+
+/** Serves one app with `logger` and sends the same odd request to it; the fields logged. */
+async function logged(logger: Logger, lines: () => Array<Record<string, unknown>>): Promise<Record<string, unknown>> {
+  const config = parseConfig(testConfig(), 'test', process.cwd());
+  const app = createApp({
+    store: openMemoryStore(), clock: systemClock, logger,
+    keyLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
+    addressLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
+    config: () => config, publicBase: undefined, routes: ROUTES,
+  });
+  const server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    await new Promise<void>((resolve, reject) => {
+      const req = request({
+        port, host: '127.0.0.1', path: '/v1/pe\\ts?x=%22{}|^', method: 'GET',
+        headers: { 'user-agent': 'agent "quoted" \\ \u00e9', 'x-request-id': 'fixed-id' },
+      }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    for (let i = 0; i < 100 && lines().length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  } finally {
+    server.close();
+  }
+  const line = lines().find((l) => l.msg === 'request completed');
+  assert.ok(line, 'an access line');
+  return line;
+}
+
+test('the template line holds the same fields as the generic one, errors and odd characters included', async () => {
+  const text: string[] = [];
+  const fast = await logged(jsonLogger('info', (l) => text.push(l)), () => text.map((l) => JSON.parse(l) as Record<string, unknown>));
+  const objects: Array<Record<string, unknown>> = [];
+  const generic = await logged(
+    { log: (_level, msg, fields) => objects.push(JSON.parse(JSON.stringify({ ...fields, msg })) as Record<string, unknown>) },
+    () => objects,
+  );
+  assert.equal(text.length, 1);
+  assert.match(text[0] as string, /^\{"level":30,"time":\d+,"pid":\d+,"hostname":".*","reqId":"fixed-id","req":\{"method":"GET","url":/);
+  for (const l of [fast, generic]) {
+    assert.equal(typeof l.responseTime, 'number');
+    l.responseTime = 0;
+    assert.equal(typeof (l.req as { remotePort: unknown }).remotePort, 'number');
+    (l.req as { remotePort: unknown }).remotePort = 0;
+  }
+  const { level, time, pid, hostname, ...rest } = fast;
+  assert.deepEqual([level, typeof time, pid, typeof hostname], [30, 'number', process.pid, 'string']);
+  assert.deepEqual(rest, generic);
+  assert.deepEqual(Object.keys(rest), Object.keys(generic), 'in the same order');
+  assert.equal((rest.err as { code: string }).code, 'unauthorized');
+  assert.equal((rest.req as { headers: Record<string, string> }).headers['user-agent'], 'agent "quoted" \\ \u00e9');
+});

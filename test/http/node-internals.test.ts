@@ -1,0 +1,72 @@
+// node:http's private state that src/http/node-internals.ts relies on, checked on the Node
+// this runs on: when a release changes any of it, this fails and names what changed, before
+// the pipelining and slow-client tests fail in less obvious ways.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { connect, Socket, type AddressInfo } from 'node:net';
+import { holdReading, onCloseAfterAnswer, readingHeld, releaseReading } from '../../src/http/node-internals.js';
+
+/** Serves one raw request and hands `inspect` the server side of it. */
+async function withRequest(text: string, inspect: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): Promise<string> {
+  let failure: unknown;
+  const server = createServer((req, res) => {
+    Promise.resolve(inspect(req, res)).catch((err: unknown) => {
+      failure = err;
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const c = connect((server.address() as AddressInfo).port, '127.0.0.1');
+      let got = '';
+      c.setEncoding('latin1');
+      c.on('data', (d: string) => (got += d));
+      c.on('close', () => resolve(got));
+      c.on('error', reject);
+      c.write(text);
+    });
+    if (failure !== undefined) throw failure;
+    return answer;
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+}
+
+test(`node ${process.version}: socket._paused is node:http's flag, and its 'resume' listener honours it`, async () => {
+  await withRequest('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', async (req, res) => {
+    const socket = req.socket as Socket & { _paused?: unknown; parser?: { resume?: unknown } | null };
+    assert.equal(typeof socket._paused, 'boolean', 'socket._paused is no longer a boolean on node:http sockets');
+    assert.equal(socket._paused, false);
+    assert.equal(typeof socket.parser?.resume, 'function', 'socket.parser.resume() is gone');
+    assert.equal(readingHeld(socket), false);
+    holdReading(socket);
+    assert.equal(readingHeld(socket), true);
+    // What node itself does once its backlog drains, minus clearing the flag: the socket must stay paused.
+    socket.resume();
+    await new Promise((r) => setImmediate(r));
+    assert.equal(socket.isPaused(), true, "node:http's 'resume' listener no longer pauses again while _paused is set");
+    releaseReading(socket);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(readingHeld(socket), false);
+    assert.equal(socket.isPaused(), false, 'releaseReading did not resume the socket');
+    res.end('ok');
+  });
+});
+
+test(`node ${process.version}: a Connection: close answer closes its socket through socket.destroySoon()`, async () => {
+  let called = 0;
+  const answer = await withRequest('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', (req, res) => {
+    assert.equal(typeof Socket.prototype.destroySoon, 'function', 'net.Socket has no destroySoon() any more');
+    const original = Socket.prototype.destroySoon;
+    onCloseAfterAnswer(req.socket, function (this: Socket) {
+      called++;
+      original.call(this);
+    });
+    res.end('ok');
+  });
+  assert.match(answer, /^HTTP\/1\.1 200 OK/);
+  assert.equal(called, 1, 'node:http no longer closes a Connection: close answer with socket.destroySoon()');
+});
