@@ -1,0 +1,96 @@
+#!/usr/bin/env node
+// Runs the compiled tests (build/test/**/*.test.js) with node's own test runner, in two groups:
+// most files side by side (`--test-concurrency`), then the few that measure something the
+// machine's load would disturb (throughput floods, timing, crash and slow-client tests) one at
+// a time, alone. `--unit` runs only the unit tests: files that start neither the built bundle
+// nor a PostgreSQL or Redis server (found by what they import, so a new file is classed
+// without editing this list).
+//
+//   node test/support/suite.mjs [--unit] [--list] [--concurrency N] [FILTER...]
+//
+// FILTER keeps the files whose path contains one of the strings. PETSTORE_TEST_CONCURRENCY
+// sets N too (default: twice the cores, at least 2: most files wait on sockets and child
+// processes more than they compute).
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BUILD = join(ROOT, 'build', 'test');
+
+/**
+ * Files that run alone, after the others: each floods the service, measures how it holds under
+ * abuse, or watches it crash, and a neighbour's load would change what it sees.
+ */
+const SERIAL = new Set([
+  'bundle/abuse.test.js',
+  'bundle/slow-clients.test.js',
+  'bundle/crash-loop.test.js',
+  'bundle/ratelimit.test.js',
+  'bundle/fuzz.test.js',
+  'bundle/connections.test.js',
+  'bundle/pipeline-backpressure.test.js',
+]);
+
+/** What a file that is not a unit test imports. */
+const NOT_UNIT = [/\bstartBundle\b/, /\brunBundle\b/, /\bBUNDLE\b/, /support\/postgres\.js/, /support\/redis\.js/, /support\/backends/];
+
+function testFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return testFiles(p);
+    return e.name.endsWith('.test.js') ? [p] : [];
+  }).sort();
+}
+
+const argv = process.argv.slice(2);
+const unitOnly = argv.includes('--unit');
+const at = argv.indexOf('--concurrency');
+const concurrency = Math.max(1, Number(at >= 0 ? argv[at + 1] : process.env.PETSTORE_TEST_CONCURRENCY) || Math.max(2, 2 * availableParallelism()));
+const filters = argv.filter((a, i) => !a.startsWith('--') && !(at >= 0 && i === at + 1));
+
+let files;
+try {
+  files = testFiles(BUILD);
+} catch {
+  process.stderr.write('suite: no build/test: run `node build.mjs --tests` first (npm test does)\n');
+  process.exit(2);
+}
+if (filters.length > 0) files = files.filter((f) => filters.some((s) => f.includes(s)));
+const name = (f) => relative(BUILD, f).split('\\').join('/');
+const isUnit = (f) => !name(f).startsWith('bundle/') && !NOT_UNIT.some((re) => re.test(readFileSync(f, 'utf8')));
+if (unitOnly) files = files.filter(isUnit);
+if (files.length === 0) {
+  process.stderr.write(`suite: no test file matches ${filters.join(' ')}\n`);
+  process.exit(2);
+}
+const serial = files.filter((f) => SERIAL.has(name(f)));
+const parallel = files.filter((f) => !SERIAL.has(name(f)));
+
+/** One `node --test` run; resolves with its exit code. */
+function run(group, n) {
+  if (group.length === 0) return Promise.resolve(0);
+  // Each test is bounded, so a hang fails instead of stalling CI.
+  const args = ['--test', `--test-concurrency=${n}`, '--test-timeout=180000', ...group];
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { stdio: 'inherit', cwd: ROOT });
+    const forward = (sig) => child.kill(sig);
+    for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, forward);
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+if (argv.includes('--list')) {
+  for (const f of parallel) process.stdout.write(`parallel ${name(f)}\n`);
+  for (const f of serial) process.stdout.write(`serial   ${name(f)}\n`);
+  process.exit(0);
+}
+
+const started = performance.now();
+process.stderr.write(`suite: ${parallel.length} files ${concurrency} at a time, then ${serial.length} one at a time (node ${process.version})\n`);
+const a = await run(parallel, concurrency);
+const b = await run(serial, 1);
+process.stderr.write(`suite: ${((performance.now() - started) / 1000).toFixed(0)} s, ${a === 0 && b === 0 ? 'passed' : 'FAILED'}\n`);
+process.exit(a !== 0 ? a : b);
