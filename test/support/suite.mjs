@@ -35,7 +35,7 @@ const SERIAL = new Set([
 ]);
 
 /** What a file that is not a unit test imports. */
-const NOT_UNIT = [/\bstartBundle\b/, /\brunBundle\b/, /\bBUNDLE\b/, /support\/postgres\.js/, /support\/redis\.js/, /support\/backends/];
+const NOT_UNIT = [/\bstartBundle\b/, /\brunBundle\b/, /\bBUNDLE\b/, /\bstartPostgres\b/, /\bstartRedis\b/];
 
 function testFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
