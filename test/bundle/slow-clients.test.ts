@@ -118,7 +118,8 @@ describe('slow and greedy clients', { concurrency: true }, () => {
         assertServed(served, 'keep-alive client');
         assertServed(fresh, 'new connections');
         assert.ok(rss1 - rss0 < 64 * MiB, `RSS ${rss0} -> ${rss1} KiB for 1,000 connections`);
-        assert.ok(crowd.held.every((h) => h.socket.readyState === 'open'), 'each got its answer and stays open');
+        // Each got its 200 (idleKeepAlive checks) and was held open at once (the fds above);
+        // whether they are still open now depends on how long the probes took, not on the server.
         // The keep-alive timeout (5 s) closes them all.
         await until('the keep-alive timeout closes all 1,000', () => crowd.closedByServer() >= 1000);
         t.diagnostic(`${crowd.closedByServer()} closed by the server after ${Math.round(performance.now() - opened)} ms`);
