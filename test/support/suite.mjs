@@ -21,17 +21,17 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BUILD = join(ROOT, 'build', 'test');
 
 /**
- * Files that run alone, after the others: each floods the service, measures how it holds under
- * abuse, or watches it crash, and a neighbour's load would change what it sees.
+ * Files that run alone, after the others: each races the service's real timers (a token that
+ * refills each second, the headers and keep-alive timeouts), so a neighbour's load would change
+ * what it sees. Every other file passed side by side on a loaded machine.
  */
 const SERIAL = new Set([
+  // 100,000-request floods; the per-address budget refills while a slow flood runs.
   'bundle/abuse.test.js',
+  // Real 10 s headers and 5 s keep-alive timeouts against slow sockets, five scenarios at once.
   'bundle/slow-clients.test.js',
-  'bundle/crash-loop.test.js',
+  // Exactly 60 requests inside the second before the free plan's next token.
   'bundle/ratelimit.test.js',
-  'bundle/fuzz.test.js',
-  'bundle/connections.test.js',
-  'bundle/pipeline-backpressure.test.js',
 ]);
 
 /**
@@ -54,6 +54,8 @@ const FIRST = [
   'store/idempotency-contract.test.js',
   'store/file/crash.test.js',
   'bundle/config-corpus.test.js',
+  'bundle/crash-loop.test.js',
+  'bundle/fuzz.test.js',
 ];
 
 /** What a file that is not a unit test imports. */
