@@ -19,7 +19,9 @@ import { accepts } from '../support/free-port.js';
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const LIMIT_MS = 300_000;
 const usable = [['git', '--version'], [NPM, '--version']].every(([cmd, arg]) => spawnSync(cmd as string, [arg as string]).status === 0);
-const skip = !usable && 'git or npm not installed';
+// The working tree is what git would commit: without a git checkout there is none to copy.
+const checkout = usable && spawnSync('git', ['-C', ROOT, 'rev-parse', '--is-inside-work-tree']).status === 0;
+const skip = (!usable && 'git or npm not installed') || (!checkout && 'not a git checkout');
 
 /**
  * The environment of a user's shell: none of the npm_* variables of the `npm test` that runs
