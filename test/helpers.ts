@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LocalPetStore, StoredPet } from '../src/store/index.js';
 
+export { sleep, until } from './support/wait.js';
+
 /** The repository root (tests run from build/test/). */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BUNDLE = join(ROOT, 'dist', 'petstore.js');

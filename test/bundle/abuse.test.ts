@@ -39,7 +39,6 @@ test('100,000 wrong keys from one address: exactly anonymous.perMinute 401s, the
   assert.match(r.sequence, new RegExp(`^401x${ANONYMOUS.perMinute} rate_limitedx${BAN.after + 1} temporarily_bannedx\\d+$`));
   assert.equal(r.unauthorizedTotal, ANONYMOUS.perMinute, 'no guess got through after the ban (401 answers only the budget)');
   assert.equal(r.banned, 100_000 - ANONYMOUS.perMinute - BAN.after - 1);
-  assert.ok(r.msToBan < 2000, `banned after ${r.msToBan} ms`);
   assert.equal(r.validKeyStatus, 200, 'a valid key from the same address is not affected');
   // Nothing is kept per wrong key; what growth there is, is V8 sizing its heap (the long
   // version shows it levels off).
@@ -53,13 +52,18 @@ test('100,000 distinct addresses: memory flat, table bounded at anonymousTableSi
   const pid = srv.proc.pid ?? 0;
   const probe = '10.255.255.1';
 
-  // The probe address spends its budget: 30 answers, then refusals.
-  const spent = await probeAddress(port, probe, ANONYMOUS.perMinute + 1);
-  assert.deepEqual(spent, [...Array<string>(ANONYMOUS.perMinute).fill('401'), 'rate_limited']);
-  // tableSize - 1 other addresses later it is still remembered (and still refused) ...
+  // The probe address spends its budget and gets itself banned: 30 answers, then refusals,
+  // then the ban. The ban (5 minutes) outlasts the floods below however slow the machine, where
+  // a spent minute budget would refill in seconds: being banned is what shows the address is
+  // remembered.
+  const spent = await probeAddress(port, probe, ANONYMOUS.perMinute + BAN.after + 2);
+  assert.deepEqual(spent, [
+    ...Array<string>(ANONYMOUS.perMinute).fill('401'), ...Array<string>(BAN.after + 1).fill('rate_limited'), 'temporarily_banned',
+  ]);
+  // tableSize - 1 other addresses later it is still remembered (and still banned) ...
   const warm = await addressFlood({ port, pid, count: 0, warmup: tableSize - 1 });
   assert.deepEqual(warm.byOutcome, { 401: tableSize - 1 });
-  assert.deepEqual(await probeAddress(port, probe, 1), ['rate_limited']);
+  assert.deepEqual(await probeAddress(port, probe, 1), ['temporarily_banned']);
   // ... and tableSize further addresses later it has been evicted: the table is bounded.
   const flood = await addressFlood({ port, pid, count: 100_000, warmup: tableSize, offset: tableSize, sampleEvery: 25_000 });
   t.diagnostic(JSON.stringify(flood));

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { KEYS, call, followPages, post, runBundle, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { KEYS, call, followPages, post, runBundle, startBundle, tempDir, testConfig, until, writeConfig } from '../helpers.js';
 
 test('--help prints usage and exits 0', async () => {
   const r = await runBundle(['--help']);
@@ -143,6 +143,7 @@ test('SIGKILL under load loses no acknowledged pet; ids are never reused', async
   const acknowledged = new Map<number, string>();
   for (let round = 0; round < 4; round++) {
     const srv = await startBundle(['--config', config, '--data', data], { cwd: dir });
+    const before = acknowledged.size;
     let stop = false;
     const workers = Array.from({ length: 16 }, async (_, w) => {
       for (let i = 0; !stop; i++) {
@@ -155,6 +156,8 @@ test('SIGKILL under load loses no acknowledged pet; ids are never reused', async
         }
       }
     });
+    // Under load: kill once creates are being acknowledged, however slow the machine is.
+    await until(`round ${round}: a create acknowledged`, () => acknowledged.size > before);
     await new Promise((r) => setTimeout(r, 150 + round * 70));
     srv.proc.kill('SIGKILL');
     stop = true;

@@ -16,6 +16,7 @@ const bundle = join(project, 'vendor', 'petstore', 'petstore.js');
 interface Handle { url: string; port: number; close(): Promise<void>; reset(): Promise<void>; seed(p: unknown[]): Promise<Array<{ id: number }>> }
 interface PetstoreModule {
   startPetstore(o: Record<string, unknown>): Promise<Handle>;
+  ManualClock: new () => unknown;
 }
 
 const config = { keys: [{ key: 'embed-key', plan: 'pro', name: 'embedder' }] };
@@ -28,9 +29,11 @@ test('importing the bundle starts nothing', () => {
 });
 
 test('two instances in one process share no state; reset and close', async () => {
-  const { startPetstore } = (await import(pathToFileURL(bundle).href)) as PetstoreModule;
-  const a = await startPetstore({ port: 0, config });
-  const b = await startPetstore({ port: 0, config });
+  const { startPetstore, ManualClock } = (await import(pathToFileURL(bundle).href)) as PetstoreModule;
+  // A stopped clock: no token comes back between requests, however slow the machine.
+  const clock = new ManualClock();
+  const a = await startPetstore({ port: 0, config, clock });
+  const b = await startPetstore({ port: 0, config, clock });
   try {
     assert.match(a.url, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     assert.notEqual(a.port, b.port);

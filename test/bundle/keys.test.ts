@@ -7,6 +7,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BUNDLE, ROOT, call, runBundle, startBundle, tempDir, testConfig, writeConfig, KEYS } from '../helpers.js';
+import { until } from '../support/wait.js';
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
@@ -20,14 +21,6 @@ function demoCopy(): { dir: string; file: string } {
 
 function keys(args: readonly string[], cwd: string) {
   return runBundle(['keys', ...args], { cwd });
-}
-
-async function waitFor(what: string, probe: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!probe()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe('keys add and revoke', () => {
@@ -60,7 +53,7 @@ describe('keys add and revoke', () => {
       assert.ok(readFileSync(file).equals(before), 'add then revoke: the file as it was');
       assert.equal((await call(`${srv.url}/pets`, { key })).status, 200, 'still valid until the reload');
       srv.proc.kill('SIGHUP');
-      await waitFor('the reload', () => srv.stderr().includes('config reloaded'));
+      await until('the reload', () => srv.stderr().includes('config reloaded'));
       assert.equal((await call(`${srv.url}/pets`, { key })).status, 401);
       assert.equal((await call(`${srv.url}/pets`, { key: 'pro-demo-key' })).status, 200, 'other keys untouched');
     } finally {

@@ -9,6 +9,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BUNDLE, KEYS, ROOT, call, post, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import { until } from '../support/wait.js';
 
 type PetstoreModule = typeof import('../../src/petstore.js');
 
@@ -32,15 +33,6 @@ function raw(url: string, opts: { method?: string; headers?: Record<string, stri
     req.on('error', reject);
     req.end(opts.body);
   });
-}
-
-/** Waits until `probe` holds, polling; fails with `what` after 5 s. */
-async function until(what: string, probe: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!probe()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 function count(text: string, re: RegExp): number {

@@ -12,6 +12,7 @@ import { BUNDLE, KEYS, call, runBundle, startBundle, tempDir, testConfig, writeC
 import { skipUnless } from '../support/engines.js';
 import { sleep } from '../support/free-port.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
+import { until } from '../support/wait.js';
 
 const skip = skipUnless('Redis limits black-box tests', ['redis']);
 const DAY40 = 'day40-key';
@@ -28,14 +29,6 @@ const CONFIG = testConfig({
 /** JSON log lines of a process's stdout (the first line is the ready line). */
 function logLines(p: Running): Array<Record<string, unknown>> {
   return p.stdout().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`);
-    await sleep(25);
-  }
 }
 
 describe('two processes on one Redis', { skip }, () => {

@@ -10,6 +10,7 @@ import { renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { call, startBundle, tempDir } from '../helpers.js';
+import { until } from '../support/wait.js';
 
 const KEPT = 'kept-key-0001';
 const REMOVED = 'removed-key-0001';
@@ -24,14 +25,6 @@ function repoint(link: string, target: string): void {
   const tmp = `${link}.tmp`;
   symlinkSync(target, tmp);
   renameSync(tmp, link);
-}
-
-async function until(what: string, check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
 }
 
 /** Waits until `count` has not changed for 500 ms. */

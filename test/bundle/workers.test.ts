@@ -16,6 +16,7 @@ import { skipUnless } from '../support/engines.js';
 import { freePort, sleep } from '../support/free-port.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
+import { until } from '../support/wait.js';
 
 const skip = skipUnless('--workers black-box tests', ['postgres', 'redis']);
 const DAY40 = 'day40-workers-key';
@@ -63,14 +64,6 @@ const workerOf = (a: Answer): string => String(a.headers['x-request-id']).split(
 
 function logLines(p: Running): Array<Record<string, unknown>> {
   return p.stdout().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`);
-    await sleep(25);
-  }
 }
 
 function workerPids(p: Running): number[] {

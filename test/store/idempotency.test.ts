@@ -13,6 +13,7 @@ import {
 } from '../../src/store/index.js';
 import type { CreateOutcome, DiskOp, FileStoreOptions, IdempotencyKey, LocalPetStore } from '../../src/store/index.js';
 import { allPets, tempDir } from '../helpers.js';
+import { until } from '../support/wait.js';
 
 const HOUR = 3_600_000;
 const SCOPE_A = 'a'.repeat(64);
@@ -37,11 +38,6 @@ function createdId(outcome: CreateOutcome): number {
 
 const REX: NewPet = { name: 'Rex', categoryId: 1, status: 'available' };
 const TOM: NewPet = { name: 'Tom', categoryId: 2 };
-
-async function waitFor(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(check(), what);
-}
 
 const kinds = [
   { name: 'memory', open: async (_t: { after(fn: () => void): void }, clock: ManualClock) => openMemoryStore({ clock }) },
@@ -183,7 +179,7 @@ test('file store: compaction keeps the keys younger than the retention in the sn
   while (snapshotHasOldKeys()) {
     assert.ok(extra++ < 500, 'a compaction ran');
     await store.create(TOM);
-    await waitFor(() => !existsSync(`${file}.journal.old`), 'the compaction is over');
+    await until('the compaction is over', () => !existsSync(`${file}.journal.old`));
   }
   await store.close();
   const snapshot = readFileSync(file, 'utf8');

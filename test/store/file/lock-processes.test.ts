@@ -13,6 +13,7 @@ import { Tmpfs, tmpfsUnsupported } from '../../reliability/disk.js';
 import { openFileStore, StoreOpenError } from '../../../src/store/index.js';
 import { formatHolder, thisProcess } from '../../../src/store/file/lock-holder.js';
 import type { Logger } from '../../../src/core/types.js';
+import { until } from '../../support/wait.js';
 
 const key = KEYS.enterprise;
 const STALE_MS = 1000;
@@ -97,14 +98,6 @@ async function names(url: string): Promise<string[]> {
   const res = await call(`${url}/pets?limit=100`, { key });
   assert.equal(res.status, 200, res.text);
   return (res.json as Array<{ name: string }>).map((p) => p.name);
-}
-
-async function until(what: string, check: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) assert.fail(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 function setup(): { cwd: string; data: string; lock: string } {
