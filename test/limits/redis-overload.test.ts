@@ -11,6 +11,7 @@ import { RedisLimiter, openRedisLimiter, openRedisLink, type LimitResult } from 
 import { skipUnless } from '../support/engines.js';
 import { sleep } from '../support/free-port.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
+import { until } from '../support/wait.js';
 
 const FREE: Limits = { perMinute: 60, perDay: 1000 };
 const BAN = { after: 2, seconds: 300 };
@@ -20,14 +21,6 @@ interface Line { level: LogLevel; msg: string }
 function recorder(): Logger & { lines: Line[] } {
   const lines: Line[] = [];
   return { lines, log: (level, msg) => lines.push({ level, msg }) };
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`);
-    await sleep(20);
-  }
 }
 
 /** Keeps this process's event loop busy for `ms` (a large seed, a flood of parsing). */

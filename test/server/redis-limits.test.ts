@@ -14,16 +14,9 @@ import { KEYS, call, tempDir, testConfig } from '../helpers.js';
 import { skipUnless } from '../support/engines.js';
 import { sleep } from '../support/free-port.js';
 import { startRedis } from '../support/redis.js';
+import { until } from '../support/wait.js';
 
 const skip = skipUnless('startPetstore with limits in Redis', ['redis']);
-
-async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail(`not within ${ms} ms`);
-    await sleep(50);
-  }
-}
 
 test('startPetstore({ limits }): keys and addresses in Redis, reset() empties them, close() quits', { skip }, async (t) => {
   const redis = await startRedis({ t });
@@ -83,6 +76,6 @@ test('POST /__admin/reset with Redis hung or away: 503 that says what changed, a
   assert.equal(away.status, 503, away.text);
   assert.match((away.json as { message: string }).message, /pets, per-address limits and faults are unchanged/);
   await redis.start();
-  await until(async () => (await reset()).status === 204);
+  await until('the reset answered 204 once Redis is back', async () => (await reset()).status === 204);
   assert.deepEqual((await call(`${handle.url}/pets`, { key: KEYS.enterprise })).json, [], 'a reset that works empties the store');
 });
