@@ -10,6 +10,8 @@ export type { ErrorCode } from './errors.js';
 export { StartError, asStartError } from './start-error.js';
 export type { StartErrorKind } from './start-error.js';
 export { ManualClock, systemClock } from './clock.js';
+export { StoreGeneration } from './store-generation.js';
+export type { AdvanceGeneration } from './store-generation.js';
 export { batchingSink, functionLogger, jsonLogger, silentLogger } from './log.js';
 export type { BatchingSink, LogSink } from './log.js';
 export { guardedWriter, safeStderr, safeStdout } from './stdio.js';

@@ -15,3 +15,5 @@ export { acquireLock, LockHeldError } from './file/index.js';
 export type { DataLock } from './file/index.js';
 export { isPostgresUrl, openPostgresStore, redactUrl } from './postgres/index.js';
 export type { PostgresStore, PostgresStoreOptions } from './postgres/index.js';
+export { ReadCachedStore } from './postgres/read-cache.js';
+export type { ReadCacheOptions } from './postgres/read-cache.js';
