@@ -6,6 +6,7 @@
 // MemoryLimiter at once (limits are then per process); when Redis answers again the fallback's
 // state is dropped and Redis is charged again.
 import type { Clock, Limits } from '../../core/index.js';
+import type { StoreGeneration } from '../../core/index.js';
 import { checkConfiguration } from '../buckets.js';
 import type { BanPolicy, LimitResult, Limiter } from '../contract.js';
 import { PolicyCache, limitResult } from '../headers.js';
@@ -29,6 +30,11 @@ export interface RedisLimiterOptions {
    * test drives both limiters with one manual clock. The service never sets it.
    */
   readonly testTime?: () => number;
+  /**
+   * The store generation to learn from every reply (and to forget when Redis does not
+   * answer), with its Redis key: set when the store caches reads (store/postgres/read-cache.ts).
+   */
+  readonly generation?: { readonly key: string; readonly gate: StoreGeneration };
 }
 
 export class RedisLimiter implements Limiter {
@@ -38,6 +44,7 @@ export class RedisLimiter implements Limiter {
   readonly #policies = new PolicyCache();
   readonly #ownsLink: boolean;
   readonly #testTime: (() => number) | undefined;
+  readonly #generation: { readonly key: string; readonly gate: StoreGeneration } | undefined;
   /** ARGV[3] and [4] of the script: ban.after (-1 for never) and the ban's length in ms. */
   #banAfter = 0;
   #banMs = 0;
@@ -47,6 +54,7 @@ export class RedisLimiter implements Limiter {
     this.#prefix = opts.prefix;
     this.#ownsLink = opts.ownsLink ?? false;
     this.#testTime = opts.testTime;
+    this.#generation = opts.generation;
     this.#fallback = new MemoryLimiter({ clock: opts.clock, ban: opts.ban, maxEntries: opts.maxEntries });
     this.configure(opts.ban, opts.maxEntries);
     // Back to shared limits: what was charged meanwhile in this process alone is forgotten.
@@ -60,10 +68,13 @@ export class RedisLimiter implements Limiter {
 
   take(id: string, limits: Limits): LimitResult | Promise<LimitResult> {
     const strings = this.#policies.get(limits);
-    if (!this.#link.up) return this.#fallback.take(id, limits);
+    if (!this.#link.up) {
+      this.#generation?.gate.lost();
+      return this.#fallback.take(id, limits);
+    }
     const args: (string | number)[] = [limits.perMinute, limits.perDay, this.#banAfter, this.#banMs];
     if (this.#testTime !== undefined) args.push(this.#testTime());
-    return this.#link.take(this.#prefix + id, args).then(
+    return this.#link.take(this.#prefix + id, args, this.#generation?.key).then(
       (reply) => this.#result(reply, limits, strings) ?? this.#fail(new Error(`unexpected reply ${JSON.stringify(reply)}`), id, limits),
       (err: unknown) => this.#fail(err, id, limits),
     );
@@ -102,19 +113,22 @@ export class RedisLimiter implements Limiter {
 
   /** Redis failed: the link logs it (once) and the fallback answers this request. */
   #fail(err: unknown, id: string, limits: Limits): LimitResult {
+    this.#generation?.gate.lost();
     this.#link.failed(err);
     return this.#fallback.take(id, limits);
   }
 
   /** The script's reply as headers; undefined when it is not the expected shape. */
   #result(reply: unknown, limits: Limits, strings: PolicyStrings): LimitResult | undefined {
-    if (!Array.isArray(reply) || reply.length !== 5) return undefined;
+    const generation = this.#generation;
+    if (!Array.isArray(reply) || reply.length !== (generation === undefined ? 5 : 6)) return undefined;
     const outcome = OUTCOMES[Number(reply[0])];
     const minute = Number(reply[1]);
     const day = Number(reply[2]);
     const waitMs = Number(reply[3]);
     const nowMs = Number(reply[4]);
     if (outcome === undefined || !Number.isFinite(minute + day + waitMs + nowMs)) return undefined;
+    if (generation !== undefined) generation.gate.observe(String(reply[5]));
     return limitResult(outcome, minute, day, limits, strings, waitMs, nowMs);
   }
 }

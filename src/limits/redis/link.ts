@@ -12,7 +12,7 @@
 //   (EVAL), once, which caches it again.
 import { createHash } from 'node:crypto';
 import type { Logger } from '../../core/index.js';
-import { PROBE, TAKE_SCRIPT } from './script.js';
+import { ADVANCE_GENERATION_SCRIPT, PROBE, TAKE_SCRIPT } from './script.js';
 
 /** What the link needs of an ioredis client (the driver is loaded only with a limits URL). */
 export interface RedisClient {
@@ -73,12 +73,21 @@ export class RedisLink {
     this.#onUp.push(fn);
   }
 
-  /** One round trip: the take script on `key` (EVALSHA; EVAL once after a NOSCRIPT). */
-  take(key: string, args: readonly (string | number)[]): Promise<unknown> {
-    return this.#client.evalsha(SCRIPT_SHA, 1, key, ...args).catch((err: unknown) => {
-      if (err instanceof Error && err.message.startsWith('NOSCRIPT')) return this.#client.eval(TAKE_SCRIPT, 1, key, ...args);
+  /**
+   * One round trip: the take script on `key` (EVALSHA; EVAL once after a NOSCRIPT), with the
+   * store generation's key when one is given (its token comes back in the reply).
+   */
+  take(key: string, args: readonly (string | number)[], generationKey?: string): Promise<unknown> {
+    const keys = generationKey === undefined ? [key] : [key, generationKey];
+    return this.#client.evalsha(SCRIPT_SHA, keys.length, ...keys, ...args).catch((err: unknown) => {
+      if (err instanceof Error && err.message.startsWith('NOSCRIPT')) return this.#client.eval(TAKE_SCRIPT, keys.length, ...keys, ...args);
       throw err;
     });
+  }
+
+  /** Moves the store generation on; resolves with the new token once Redis holds it. */
+  async advanceGeneration(generationKey: string): Promise<string> {
+    return String(await this.#client.eval(ADVANCE_GENERATION_SCRIPT, 1, generationKey));
   }
 
   /**

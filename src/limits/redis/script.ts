@@ -29,6 +29,10 @@ export const PROBE = 'probe';
  * both limiters with one manual clock). The service never passes it: production always uses
  * TIME.
  * Reply: { outcome code, minute tokens, day tokens, ms until admitted (Retry-After), now }.
+ * KEYS[2], when given: the store generation's key (store-generation.ts); its token is added to
+ * the reply as a sixth element, so that a process caching the shared store learns in this same
+ * round trip whether a reset has happened. A missing token (a Redis restarted empty) is made
+ * anew from TIME, so it never equals one that processes may still hold.
  */
 export const TAKE_SCRIPT = `
 if ARGV[1] == '${PROBE}' then return 'ok' end
@@ -104,5 +108,33 @@ local function num(x) return string.format('%.17g', x) end
 redis.call('HSET', KEYS[1], 'm', num(minute), 'd', num(day), 'at', num(now), 'k', strikes, 'b', num(bannedUntil))
 local ttl = math.max(untilFull(minute, MINUTE_MS, pm), untilFull(day, DAY_MS, pd), bannedUntil - now)
 redis.call('PEXPIRE', KEYS[1], string.format('%d', math.max(1, math.ceil(ttl))))
-return { outcome, num(minute), num(day), num(wait), num(now) }
+local reply = { outcome, num(minute), num(day), num(wait), num(now) }
+if KEYS[2] then
+  local gen = redis.call('GET', KEYS[2])
+  if not gen then
+    local t = redis.call('TIME')
+    gen = t[1] .. string.format('%06d', tonumber(t[2])) .. ':0'
+    redis.call('SET', KEYS[2], gen)
+  end
+  reply[6] = gen
+end
+return reply
+`;
+
+/**
+ * Moves the store generation on (a reset, a seed): "<epoch>:<n>" becomes "<epoch>:<n + 1>"; a
+ * missing one starts a new epoch from TIME. Returns the new token.
+ */
+export const ADVANCE_GENERATION_SCRIPT = `
+local gen = redis.call('GET', KEYS[1])
+local epoch, n
+if gen then epoch, n = string.match(gen, '^(%d+):(%d+)$') end
+if epoch then
+  gen = epoch .. ':' .. string.format('%d', tonumber(n) + 1)
+else
+  local t = redis.call('TIME')
+  gen = t[1] .. string.format('%06d', tonumber(t[2])) .. ':1'
+end
+redis.call('SET', KEYS[1], gen)
+return gen
 `;
