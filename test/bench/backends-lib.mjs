@@ -16,16 +16,16 @@ export function writeBenchConfig(dir) {
   return config;
 }
 
-/** Starts the bundle on the CPUs given (taskset list), resolves with its base URL once ready. */
-export function startPinned(cpus, config, args, env = {}) {
-  const proc = spawn('taskset', ['-c', cpus, process.execPath, BUNDLE, '--config', config, '--port', '0', '--log-level', 'warn', ...args], {
+/** Starts the bundle (or a peer's `script`) on the CPUs given (taskset list), resolves with its base URL once ready. */
+export function startPinned(cpus, config, args, env = {}, script = BUNDLE) {
+  const proc = spawn('taskset', ['-c', cpus, process.execPath, script, '--config', config, '--port', '0', '--log-level', 'warn', ...args], {
     stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env },
   });
   return new Promise((resolve) => {
     let out = '';
     proc.stdout.on('data', (d) => {
       out += d;
-      const m = /listening on (\S+)/.exec(out);
+      const m = /listening on (\S+)/.exec(out) ?? /^(http:\/\/\S+\/v1)$/m.exec(out);
       if (m) resolve({ url: m[1], proc });
     });
   });

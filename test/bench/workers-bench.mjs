@@ -35,8 +35,11 @@ const admin = new Redis(redis.url);
 
 async function counts() {
   const info = await admin.info('commandstats');
-  const evalsha = Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
-  const out = await pg.psql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%petstore_pets%'");
+  // The scripts processes send (petstore's limiter, rate-limiter-flexible's counters); the
+  // calls inside them are counted by Redis too, but are no round trip of their own.
+  const evalsha = ['evalsha', 'eval']
+    .reduce((n, cmd) => n + Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(info)?.[1] ?? 0), 0);
+  const out = await pg.psql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%petstore_pets%' OR query ILIKE '%peer_pets%'");
   return { evalsha, statements: Number(out.trim().split('\n').at(-1)) };
 }
 
@@ -47,6 +50,8 @@ const MODES = [
   // node:cluster's other policy (its environment variable; the service sets none): each worker
   // accepts on the shared socket itself, no hand-over through the primary.
   ['shared x2, OS accept', '0,1', ['--store', pg.url, '--limits', redis.url, '--workers', '2'], { NODE_CLUSTER_SCHED_POLICY: 'none' }],
+  // The peer to beat on the same backends: Fastify + postgres.js + rate-limiter-flexible (its own table).
+  ['fastify stack', '0', ['--store', pg.url, '--limits', redis.url, '--reset'], {}, new URL('./peers/fastify-stack.mjs', import.meta.url).pathname],
 ];
 const OPS = [['list', 'wrk/get.lua', '/pets?limit=20'], ['get', 'wrk/get.lua', '/pets/100'], ['create', 'wrk/post.lua', '/pets']];
 const results = {};
@@ -73,8 +78,8 @@ function perProcess(table) {
   return Object.fromEntries(Object.entries(table).map(([pid, s]) => [pid, Number(s.toFixed(2))]));
 }
 try {
-  for (const [mode, cpus, args, env] of MODES) {
-    const srv = await startPinned(cpus, config, args, env);
+  for (const [mode, cpus, args, env, script] of MODES) {
+    const srv = await startPinned(cpus, config, args, env, script);
     if (!mode.startsWith('shared x2')) {
       for (let i = 0; i < 200; i++) {
         await fetch(`${srv.url}/pets`, { method: 'POST', headers: { authorization: 'Bearer bench-key', 'content-type': 'application/json' }, body: '{"name":"seed","categoryId":1,"status":"available"}' });
@@ -116,15 +121,18 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 console.log(`load average at the end: ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-console.log(`${durability}, ${SECONDS} s per case`);
-console.log('| operation | file | shared (PostgreSQL + Redis) | ratio | shared, 2 workers | 2 vs 1 | 2 workers, OS accept | 2 vs 1 | Redis cmds/req | PG statements/req |');
-console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+console.log(`${durability}, ${SECONDS} s per case. Per-request counts divide what the servers did by the answers wrk`);
+console.log('counted: the up to 64 requests still in flight when wrk stops inflate them in short runs.');
+console.log('| operation | file | shared (PostgreSQL + Redis) | ratio | shared, 2 workers | 2 vs 1 | 2 workers, OS accept | 2 vs 1 | Fastify stack | shared vs stack | Redis cmds/req (1 / 2 workers / stack) | PG statements/req (1 / 2 workers / stack) |');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const [op] of OPS) {
   const f = results.file[op];
   const s = results.shared[op];
   const w = results['shared x2'][op];
   const o = results['shared x2, OS accept'][op];
-  console.log(`| ${op} | ${f.rps}/s | ${s.rps}/s | ${(s.rps / f.rps).toFixed(2)}x | ${w.rps}/s | ${(w.rps / s.rps).toFixed(2)}x | ${o.rps}/s | ${(o.rps / s.rps).toFixed(2)}x | ${s.redisPerRequest.toFixed(2)} / ${w.redisPerRequest.toFixed(2)} | ${s.pgPerRequest.toFixed(2)} / ${w.pgPerRequest.toFixed(2)} |`);
+  const k = results['fastify stack'][op];
+  console.log(`| ${op} | ${f.rps}/s | ${s.rps}/s | ${(s.rps / f.rps).toFixed(2)}x | ${w.rps}/s | ${(w.rps / s.rps).toFixed(2)}x | ${o.rps}/s | ${(o.rps / s.rps).toFixed(2)}x | ${k.rps}/s | ${(s.rps / k.rps).toFixed(2)}x | ` +
+    `${s.redisPerRequest.toFixed(2)} / ${w.redisPerRequest.toFixed(2)} / ${k.redisPerRequest.toFixed(2)} | ${s.pgPerRequest.toFixed(2)} / ${w.pgPerRequest.toFixed(2)} / ${k.pgPerRequest.toFixed(2)} |`);
 }
 console.log(`\nCapacity model (${durability}). CPU ms per request of each component, measured over the runs above,`);
 console.log('and the throughput PROJECTED from them at more cores (not measured: CPU-bound, load generator elsewhere):\n');
