@@ -28,6 +28,7 @@
 import type { NewPet } from '../../core/index.js';
 import type { StoreGeneration } from '../../core/index.js';
 import type { CreateOutcome, IdempotencyKey, ListQuery, PetStore, SeedPet, StoredPet } from '../contract.js';
+import { StoreInputError, StoreUnreachableError } from '../errors.js';
 
 /** What the wrapper needs of the PostgreSQL store (a list that may return one row more). */
 export interface PagedPetStore extends PetStore {
@@ -131,12 +132,17 @@ export class ReadCachedStore implements PetStore {
 
   /** Committed, then the generation moves on for every process before the seed is answered. */
   async seed(pets: ReadonlyArray<SeedPet>): Promise<StoredPet[]> {
+    let stored: StoredPet[];
     try {
-      return await this.#inner.seed(pets);
-    } finally {
-      // Even a failed seed may have committed (an answer lost on the way back).
-      await this.#generation.advance();
+      stored = await this.#inner.seed(pets);
+    } catch (err) {
+      // A refused seed wrote nothing; any other failure may have committed (an answer lost
+      // on the way back), so the generation moves on all the same.
+      if (!(err instanceof StoreInputError)) await this.#advance();
+      throw err;
     }
+    await this.#advance();
+    return stored;
   }
 
   /** Committed, then the generation moves on for every process before the reset is answered. */
@@ -144,7 +150,20 @@ export class ReadCachedStore implements PetStore {
     try {
       await this.#inner.reset();
     } finally {
+      await this.#advance();
+    }
+  }
+
+  /**
+   * Moves the generation on. If Redis does not take it, other processes may still hold what
+   * was read before: the reset or seed is then answered 503 (done, but not yet known to every
+   * process; repeating it is harmless), never 200.
+   */
+  async #advance(): Promise<void> {
+    try {
       await this.#generation.advance();
+    } catch (err) {
+      throw new StoreUnreachableError(`Redis did not take the new store generation, so other processes may still answer from their cache: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 
