@@ -5,13 +5,13 @@
 // - Pets by id. A pet never changes once created (there is no update and no delete), so a
 //   pet read once answers get() again from memory. Unknown ids are not kept: the pet may be
 //   created the next instant, by any process.
-// - Full pages: the `limit` pets after a cursor for one status filter, kept only when the same
-//   statement also saw a further pet of that filter (one row more than asked). The store makes
-//   ids visible in the order they were given: once id N is visible, every id below N is
-//   visible or will never exist (creates and seeds draw their ids under one lock held to
-//   commit). The further pet is visible, so no pet can ever appear between the cursor and it:
-//   the page is final. The last, partial page (or one exactly full with nothing after it) is
-//   not kept: it may grow.
+// - Full answers of list(): the `limit` pets after a cursor for one status filter, kept only
+//   when all `limit` came back. The store makes ids visible in the order they were given: once
+//   id N is visible, every id below N is visible or will never exist (creates and seeds draw
+//   their ids under one lock held to commit). The last pet of a full answer is visible, so no
+//   pet can ever appear between the cursor and it: the answer is final. (The API asks for one
+//   pet more than it shows, so a page it shows is kept only when a further pet proved it full.)
+//   A shorter answer, the last page, is not kept: it may grow.
 // - What empties both: only a reset (ids restart at 1, pets vanish) and, to be safe, a seed.
 //   Both advance the store generation in Redis after they commit and before they answer
 //   (core/store-generation.ts). Every request asks Redis for its limits before it reads pets,
@@ -24,13 +24,14 @@
 //   kept for requests after it.
 //
 // Memory is bounded: at most maxPets pets by id and maxPagePets pet references in pages
-// (limit <= 100 each), oldest entries dropped first.
+// (at most 101 each), oldest entries dropped first. A kept answer is handed out as a copy: the
+// caller may shorten it.
 import type { NewPet } from '../../core/index.js';
 import type { StoreGeneration } from '../../core/index.js';
 import type { CreateOutcome, IdempotencyKey, ListQuery, PetStore, SeedPet, StoredPet } from '../contract.js';
 import { StoreInputError, StoreUnreachableError } from '../errors.js';
 
-/** What the wrapper needs of the PostgreSQL store (a list that may return one row more). */
+/** What the wrapper needs of the PostgreSQL store (reads answered with promises). */
 export interface PagedPetStore extends PetStore {
   list(q: ListQuery): Promise<StoredPet[]>;
 }
@@ -104,17 +105,14 @@ export class ReadCachedStore implements PetStore {
     const hit = this.#pages.get(key);
     if (hit !== undefined) {
       this.stats.pageHits++;
-      return hit;
+      return hit.slice();
     }
     this.stats.misses++;
     const epoch = this.#epoch;
-    // One row more than asked: if it comes, the page is full and, ids being visible in
-    // order, final.
-    return this.#inner.list({ ...q, limit: q.limit + 1 }).then((rows) => {
-      if (rows.length <= q.limit) return rows;
-      const page = rows.slice(0, q.limit);
-      this.#keepPage(key, page, epoch);
-      return page;
+    return this.#inner.list(q).then((rows) => {
+      // All `limit` came back: ids being visible in order, the answer is final.
+      if (rows.length === q.limit) this.#keepPage(key, rows.slice(), epoch);
+      return rows;
     });
   }
 
