@@ -10,6 +10,8 @@ export type { ErrorCode } from './errors.js';
 export { StartError, asStartError } from './start-error.js';
 export type { StartErrorKind } from './start-error.js';
 export { MAX_CLOCK_ADVANCE_MS, MAX_CLOCK_OFFSET_MS, ManualClock, ServiceClock, serviceClock, systemClock } from './clock.js';
+export { StoreGeneration } from './store-generation.js';
+export type { AdvanceGeneration } from './store-generation.js';
 export { batchingSink, functionLogger, jsonLogger, silentLogger } from './log.js';
 export type { BatchingSink, LogSink } from './log.js';
 export { MAX_QUEUED_LOG_BYTES, boundedWriter, guardedWriter, safeStderr, safeStdout, settleStdio, stdoutLine } from './stdio.js';

@@ -5,12 +5,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { ADMIN_ROUTES, Faults, ROUTES, openApiRoute, type AdminControl } from '../api/index.js';
 import { limitsUrlProblem, loadConfigFile, parseConfig, type Config } from '../config/index.js';
-import { ApiError, asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
+import { ApiError, StoreGeneration, asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
 import { answerClientError, createApp, orderPipelined, refuseConnect } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
 import { SCRAPE_MAX_AGE_MS, ServiceMetrics, cachedScrape } from '../metrics/index.js';
-import { hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore } from '../store/index.js';
+import { ReadCachedStore, hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore, type PostgresStore } from '../store/index.js';
 import { StartError, type PetstoreHandle, type StartOptions } from './contract.js';
 import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js';
 import type { Peers } from './peers.js';
@@ -64,7 +64,7 @@ export async function startWithConfig(
   if (limitsProblem !== undefined) throw new StartError('config', `the limits URL ${limitsProblem}`);
   if (options.store !== undefined && dataFile !== undefined) throw new StartError('config', 'store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
   const idempotencyRetentionMs = config.idempotencyRetentionHours * 3_600_000;
-  const store: PetStore = await (options.store !== undefined
+  const opened: PetStore = await (options.store !== undefined
     ? openPostgresStore(options.store, { logger, clock, idempotencyRetentionMs })
     : dataFile === undefined
       ? Promise.resolve(openMemoryStore({ clock, idempotencyRetentionMs }))
@@ -75,14 +75,18 @@ export async function startWithConfig(
     metrics?.close();
     throw err;
   });
-  if (metrics !== undefined && hasPageVersion(store)) metrics.petsStored = () => store.count;
+  if (metrics !== undefined && hasPageVersion(opened)) metrics.petsStored = () => opened.count;
+  // PostgreSQL with limits in Redis: reads that cannot change are served from memory, kept
+  // right across processes by the store generation each limiter reply carries (read-cache.ts).
+  const generation = options.store !== undefined && limitsUrl !== undefined ? new StoreGeneration() : undefined;
   const faults = peers === undefined ? new Faults() : new SharedFaults(peers);
   if (peers !== undefined && metrics !== undefined) peers.answer('metrics', () => metrics.snapshot());
-  const limiters = await openLimiters(limitsUrl, config, clock, logger).catch(async (err: unknown) => {
+  const limiters = await openLimiters(limitsUrl, config, clock, logger, { generation }).catch(async (err: unknown) => {
     metrics?.close();
-    await store.close();
+    await opened.close();
     throw err;
   });
+  const store: PetStore = generation === undefined ? opened : new ReadCachedStore(opened as PostgresStore, generation);
   const { keyLimiter, addressLimiter } = limiters;
   /**
    * Empty store, limits and bans cleared, faults cleared: reset() and POST /__admin/reset.

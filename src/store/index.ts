@@ -17,3 +17,5 @@ export { isPostgresUrl, openPostgresStore, redactUrl } from './postgres/index.js
 export type { PostgresStore, PostgresStoreOptions } from './postgres/index.js';
 export { canSnapshot } from './contract.js';
 export type { SnapshotStore, StoreSnapshot } from './contract.js';
+export { ReadCachedStore } from './postgres/read-cache.js';
+export type { ReadCacheOptions } from './postgres/read-cache.js';

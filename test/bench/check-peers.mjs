@@ -2,14 +2,30 @@
 // 401, 404, 413, 415, rate-limit and deprecation headers, 429. The benchmark is only fair
 // if every server it compares answers the same way, so run this after changing a peer.
 //
-//   node check-peers.mjs [petstore] [fastify] [express] [fsync-baseline]   (default: all four)
+//   node check-peers.mjs [petstore] [fastify] [express] [fsync-baseline] [fastify-stack]   (default: all)
+//
+// fastify-stack (peers/fastify-stack.mjs) runs on PostgreSQL and Redis: this starts a throwaway
+// one of each from the test support (`node build.mjs --tests` first), as the tests do.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { auth, http, jsonHeaders, startServer } from './lib.mjs';
+import { BENCH_DIR, SERVERS, auth, http, jsonHeaders, startServer } from './lib.mjs';
 import { DEPRECATION } from './peers/common.mjs';
 
-const names = process.argv.slice(2).length ? process.argv.slice(2) : ['petstore', 'fastify', 'express', 'fsync-baseline'];
+const names = process.argv.slice(2).length ? process.argv.slice(2) : ['petstore', 'fastify', 'express', 'fsync-baseline', 'fastify-stack'];
+/** Engines started for the peers on shared backends, closed at the end. */
+const engines = [];
+
+/** Registers fastify-stack with a fresh PostgreSQL and Redis of its own. */
+async function withBackends(name) {
+  const { startPostgres } = await import('../../build/test/support/postgres.js');
+  const { startRedis } = await import('../../build/test/support/redis.js');
+  const pg = await startPostgres({ settings: { fsync: 'on', synchronous_commit: 'on' } });
+  engines.push(pg);
+  const redis = await startRedis();
+  engines.push(redis);
+  SERVERS[name] = { script: join(BENCH_DIR, 'peers', 'fastify-stack.mjs'), args: ['--store', pg.url, '--limits', redis.url, '--reset'] };
+}
 const RATE_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit'];
 
 let failures = 0;
@@ -211,9 +227,11 @@ async function checkServer(name) {
 
 for (const name of names) {
   const before = failures;
+  if (name === 'fastify-stack') await withBackends(name);
   console.log(`${name}:`);
   await checkServer(name);
   console.log(`  ${failures === before ? 'ok' : `${failures - before} failed`}`);
 }
+for (const engine of engines) await engine.close();
 console.log(`${passes} passed, ${failures} failed`);
 process.exitCode = failures === 0 ? 0 : 1;

@@ -5,9 +5,17 @@
 // wrk is on CPU 1 in every mode; PostgreSQL and Redis are not pinned: on this 2-core VM they
 // share both cores with everything else. With the shared backends it also counts, per request,
 // the Redis commands sent (INFO commandstats) and the PostgreSQL statements run
-// (pg_stat_statements). Run after `node build.mjs --tests`: `cd test/bench && node workers-bench.mjs`.
+// (pg_stat_statements), and the CPU seconds of every process (petstore and its workers, every
+// PostgreSQL backend, redis-server, from /proc) per request, from which it PROJECTS the
+// throughput at 4, 8 and 16 cores (capacity() in backends-lib.mjs). With 2 workers it also shows
+// how the 64 connections and the CPU spread over the workers.
+// PostgreSQL runs at its defaults (fsync=on, synchronous_commit=on); BENCH_FSYNC=off runs
+// without them, and every table then says so.
+// Run after `node build.mjs --tests`: `cd test/bench && node workers-bench.mjs`
+// (BENCH_SECONDS=1 for a smoke run).
 import { mkdtempSync, rmSync } from 'node:fs';
-import { startPinned, wrk, writeBenchConfig } from './backends-lib.mjs';
+import { spawnSync } from 'node:child_process';
+import { capacity, capacityTable, cpuMeter, enginesOf, startPinned, wrkDuring, writeBenchConfig } from './backends-lib.mjs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -18,15 +26,20 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const dir = mkdtempSync(join(tmpdir(), 'petstore-workers-bench-'));
 const config = writeBenchConfig(dir);
 
-const pg = await startPostgres({ settings: { shared_preload_libraries: 'pg_stat_statements' } });
+const FSYNC = process.env.BENCH_FSYNC === 'off' ? 'off' : 'on';
+const durability = FSYNC === 'on' ? 'PostgreSQL at its defaults (fsync=on, synchronous_commit=on)' : 'PostgreSQL with fsync=off, synchronous_commit=off (NOT durable)';
+const pg = await startPostgres({ settings: { shared_preload_libraries: 'pg_stat_statements', fsync: FSYNC, synchronous_commit: FSYNC } });
 const redis = await startRedis();
 await pg.psql('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
 const admin = new Redis(redis.url);
 
 async function counts() {
   const info = await admin.info('commandstats');
-  const evalsha = Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
-  const out = await pg.psql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%petstore_pets%'");
+  // The scripts processes send (petstore's limiter, rate-limiter-flexible's counters); the
+  // calls inside them are counted by Redis too, but are no round trip of their own.
+  const evalsha = ['evalsha', 'eval']
+    .reduce((n, cmd) => n + Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(info)?.[1] ?? 0), 0);
+  const out = await pg.psql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%petstore_pets%' OR query ILIKE '%peer_pets%'");
   return { evalsha, statements: Number(out.trim().split('\n').at(-1)) };
 }
 
@@ -34,22 +47,62 @@ const MODES = [
   ['file', '0', ['--data', join(dir, 'pets.json')]],
   ['shared', '0', ['--store', pg.url, '--limits', redis.url]],
   ['shared x2', '0,1', ['--store', pg.url, '--limits', redis.url, '--workers', '2']],
+  // node:cluster's other policy (its environment variable; the service sets none): each worker
+  // accepts on the shared socket itself, no hand-over through the primary.
+  ['shared x2, OS accept', '0,1', ['--store', pg.url, '--limits', redis.url, '--workers', '2'], { NODE_CLUSTER_SCHED_POLICY: 'none' }],
+  // The peer to beat on the same backends: Fastify + postgres.js + rate-limiter-flexible (its own table).
+  ['fastify stack', '0', ['--store', pg.url, '--limits', redis.url, '--reset'], {}, new URL('./peers/fastify-stack.mjs', import.meta.url).pathname],
 ];
 const OPS = [['list', 'wrk/get.lua', '/pets?limit=20'], ['get', 'wrk/get.lua', '/pets/100'], ['create', 'wrk/post.lua', '/pets']];
 const results = {};
+const models = [];
+
+/** Established connections to `port` per pid (ss), i.e. how the cluster spread wrk's 64. */
+function connectionsPerProcess(port) {
+  const out = spawnSync('ss', ['-Htnp', 'state', 'established', `( sport = :${port} )`], { encoding: 'utf8' }).stdout;
+  const per = {};
+  for (const line of out.split('\n')) {
+    const pids = [...line.matchAll(/pid=(\d+)/g)].map((m) => m[1]).join('+');
+    if (pids !== '') per[pids] = (per[pids] ?? 0) + 1;
+  }
+  return per;
+}
+
+/** The meter's totals without the per-process detail. */
+function strip(cpu) {
+  return Object.fromEntries(Object.entries(cpu).map(([name, c]) => [name, { seconds: Number(c.seconds.toFixed(3)), processes: c.processes }]));
+}
+
+/** CPU seconds of each process of the petstore tree (primary and workers) over a run. */
+function perProcess(table) {
+  return Object.fromEntries(Object.entries(table).map(([pid, s]) => [pid, Number(s.toFixed(2))]));
+}
 try {
-  for (const [mode, cpus, args] of MODES) {
-    const srv = await startPinned(cpus, config, args);
-    if (mode !== 'shared x2') {
+  for (const [mode, cpus, args, env, script] of MODES) {
+    const srv = await startPinned(cpus, config, args, env, script);
+    if (!mode.startsWith('shared x2')) {
       for (let i = 0; i < 200; i++) {
         await fetch(`${srv.url}/pets`, { method: 'POST', headers: { authorization: 'Bearer bench-key', 'content-type': 'application/json' }, body: '{"name":"seed","categoryId":1,"status":"available"}' });
       }
     }
     results[mode] = {};
     for (const [op, script, path] of OPS) {
+      // Warm-up, not measured: the JIT, the pools' connections, the read cache, and (with
+      // workers) the primary handing the 64 connections over to the workers one by one.
+      await wrkDuring(script, `${srv.url}${path}`, Math.min(1, SECONDS), () => undefined);
       const before = mode === 'file' ? undefined : await counts();
-      const r = wrk(script, `${srv.url}${path}`, SECONDS);
+      const meter = cpuMeter(mode === 'file'
+        ? { petstore: { pid: srv.proc.pid } }
+        : { petstore: { pid: srv.proc.pid }, ...enginesOf(pg, redis) });
+      let spread;
+      const r = await wrkDuring(script, `${srv.url}${path}`, SECONDS, () => { spread = connectionsPerProcess(new URL(srv.url).port); });
+      const cpu = meter.stop();
       const after = mode === 'file' ? undefined : await counts();
+      models.push({ label: `${op}, ${mode}`, model: capacity(cpu, r.requests), cpu: strip(cpu), requests: r.requests });
+      if (mode.startsWith('shared x2')) {
+        console.log(`${op}, ${mode}: connections per process ${JSON.stringify(spread)} (a pid pair: both hold it), CPU s per process ${JSON.stringify(perProcess(cpu.petstore.perPid))}, ` +
+          `PostgreSQL processes ${cpu.postgres.processes}; s runnable but waiting for a CPU: ${JSON.stringify(Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Number(v.waited.toFixed(2))])))}`);
+      }
       results[mode][op] = {
         rps: Math.round(r.requests / (r.duration_us / 1e6)), p50: r.p50_us, non2xx: r.non2xx ?? 0,
         ...(before === undefined ? {} : {
@@ -68,12 +121,20 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 console.log(`load average at the end: ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-console.log('| operation | file | shared (PostgreSQL + Redis) | ratio | shared, 2 workers | 2 vs 1 | Redis cmds/req | PG statements/req |');
-console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+console.log(`${durability}, ${SECONDS} s per case. Per-request counts divide what the servers did by the answers wrk`);
+console.log('counted: the up to 64 requests still in flight when wrk stops inflate them in short runs.');
+console.log('| operation | file | shared (PostgreSQL + Redis) | ratio | shared, 2 workers | 2 vs 1 | 2 workers, OS accept | 2 vs 1 | Fastify stack | shared vs stack | Redis cmds/req (1 / 2 workers / stack) | PG statements/req (1 / 2 workers / stack) |');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const [op] of OPS) {
   const f = results.file[op];
   const s = results.shared[op];
   const w = results['shared x2'][op];
-  console.log(`| ${op} | ${f.rps}/s | ${s.rps}/s | ${(s.rps / f.rps).toFixed(2)}x | ${w.rps}/s | ${(w.rps / s.rps).toFixed(2)}x | ${s.redisPerRequest.toFixed(2)} / ${w.redisPerRequest.toFixed(2)} | ${s.pgPerRequest.toFixed(2)} / ${w.pgPerRequest.toFixed(2)} |`);
+  const o = results['shared x2, OS accept'][op];
+  const k = results['fastify stack'][op];
+  console.log(`| ${op} | ${f.rps}/s | ${s.rps}/s | ${(s.rps / f.rps).toFixed(2)}x | ${w.rps}/s | ${(w.rps / s.rps).toFixed(2)}x | ${o.rps}/s | ${(o.rps / s.rps).toFixed(2)}x | ${k.rps}/s | ${(s.rps / k.rps).toFixed(2)}x | ` +
+    `${s.redisPerRequest.toFixed(2)} / ${w.redisPerRequest.toFixed(2)} / ${k.redisPerRequest.toFixed(2)} | ${s.pgPerRequest.toFixed(2)} / ${w.pgPerRequest.toFixed(2)} / ${k.pgPerRequest.toFixed(2)} |`);
 }
-console.log(JSON.stringify(results));
+console.log(`\nCapacity model (${durability}). CPU ms per request of each component, measured over the runs above,`);
+console.log('and the throughput PROJECTED from them at more cores (not measured: CPU-bound, load generator elsewhere):\n');
+console.log(capacityTable(models));
+console.log(JSON.stringify({ durability, results, models: models.map(({ label, cpu, requests }) => ({ label, cpu, requests })) }));

@@ -10,6 +10,10 @@
 // outage starts each id where Redis left it, and an id it never heard of starts with empty
 // buckets: a switch to the fallback never hands out a fresh budget, and bans hold. When Redis
 // answers again it is charged again, and its replies overwrite the copy.
+//
+// The store generation (a token the read cache of the shared store goes by) travels with the
+// script's replies and is handled by the link; a request answered by the fallback makes it
+// unknown (link.forgetGeneration), since no script run read it for that request.
 import type { Clock, Limits } from '../../core/index.js';
 import { checkConfiguration } from '../buckets.js';
 import type { BanPolicy, LimitResult, Limiter } from '../contract.js';
@@ -116,7 +120,11 @@ export class RedisLimiter implements Limiter {
   }
 
   take(id: string, limits: Limits): LimitResult | Promise<LimitResult> {
-    if (!this.#link.up) return this.#fallback.take(id, limits);
+    if (!this.#link.up) {
+      // Not charged in Redis: this request learns no store generation (link.ts).
+      this.#link.forgetGeneration();
+      return this.#fallback.take(id, limits);
+    }
     let charge = this.#pending.get(id);
     if (charge === undefined || charge.waiters.length >= MAX_COALESCED
       || charge.limits.perMinute !== limits.perMinute || charge.limits.perDay !== limits.perDay) {
@@ -204,6 +212,7 @@ export class RedisLimiter implements Limiter {
   #fail(c: Charge, err: unknown): void {
     // Failed before it was sent (the link went down meanwhile): closed to new requests too.
     if (this.#pending.get(c.id) === c) this.#pending.delete(c.id);
+    this.#link.forgetGeneration();
     this.#link.failed(err);
     for (const w of c.waiters) w(this.#fallback.take(c.id, c.limits));
   }

@@ -21,10 +21,18 @@
 //   probeEveryMs, and at once when the client reconnects; the first answer marks the link up.
 // - A Redis restarted empty has no scripts: NOSCRIPT is answered by sending the script itself
 //   (EVAL) for the scripts of that pipeline, which caches it again.
+// - The store generation (core/store-generation.ts), when the store caches reads: every script
+//   also reads the generation's key and returns its token as the reply's last element. Before
+//   any request of a pipeline is answered, the link hands the gate the token of the pipeline's
+//   last reply (Redis ran it after every other script of the pipeline, and after each of their
+//   requests arrived), so each request reads the store under a token read by its own script run
+//   or a later one. A request answered without Redis (the fallback, a failed pipeline) makes
+//   the token unknown, and it stays unknown until a reply to a command sent after that request
+//   arrived: an older reply, late, could name a token older than a reset the request came after.
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { Logger } from '../../core/index.js';
-import { PROBE, TAKE_SCRIPT } from './script.js';
+import type { Logger, StoreGeneration } from '../../core/index.js';
+import { ADVANCE_GENERATION_SCRIPT, PROBE, TAKE_SCRIPT } from './script.js';
 
 /** What the link needs of an ioredis pipeline. */
 export interface RedisPipeline {
@@ -82,6 +90,15 @@ export const MAX_BATCH = 512;
 /** A Redis that said nothing for commandTimeoutMs while it owed us answers. */
 export class RedisTimeoutError extends Error {}
 
+/** A store generation token as the scripts make it: "<epoch>:<count>". */
+const GENERATION_TOKEN = /^\d+:\d+$/;
+
+/** The store generation the link keeps its gate up to date with, and its Redis key. */
+interface GenerationFeed {
+  readonly key: string;
+  readonly gate: StoreGeneration;
+}
+
 interface Batch {
   readonly jobs: ScriptJob[];
   readonly args: (readonly (string | number)[])[];
@@ -90,6 +107,10 @@ interface Batch {
   readonly sentAt: number;
   timer: NodeJS.Timeout | undefined;
   done: boolean;
+  /** The generation key went with these scripts (KEYS[2]): their replies end with its token. */
+  readonly generation: GenerationFeed | undefined;
+  /** Number of the write that sent the pending scripts (#sends); a resend gets a new one. */
+  seq: number;
 }
 
 export class RedisLink {
@@ -113,6 +134,12 @@ export class RedisLink {
   /** Counters for tests and benchmarks: pipelines and scripts sent. */
   #pipelines = 0;
   #scripts = 0;
+  /** The store generation fed from the replies; undefined when the store keeps no cache. */
+  #generation: GenerationFeed | undefined = undefined;
+  /** Writes that may carry a generation token (pipelines, resends, advances), numbered. */
+  #sends = 0;
+  /** Replies to writes numbered up to this one do not name the generation (see above). */
+  #fence = 0;
 
   constructor(client: RedisClient, opts: RedisLinkOptions) {
     this.#client = client;
@@ -140,6 +167,40 @@ export class RedisLink {
 
   onUp(fn: () => void): void {
     this.#onUp.push(fn);
+  }
+
+  /**
+   * From now on every script also returns the store generation kept under `key`, and `gate`
+   * learns it from each pipeline's replies before their requests are answered.
+   */
+  trackGeneration(gate: StoreGeneration, key: string): void {
+    this.#generation = { key, gate };
+  }
+
+  /**
+   * A request is answered without a script run in Redis (a limiter's fallback): the store
+   * generation is unknown until a reply to a later write names it.
+   */
+  forgetGeneration(): void {
+    const generation = this.#generation;
+    if (generation === undefined) return;
+    this.#fence = this.#sends;
+    generation.gate.lost();
+  }
+
+  /**
+   * Moves the store generation on, over this connection (a reset, a seed), and tells the gate
+   * the new token the moment Redis's reply is read, unless a request was answered without
+   * Redis meanwhile. Resolves once Redis holds it; rejects when Redis does not answer.
+   */
+  async advanceGeneration(): Promise<undefined> {
+    const generation = this.#generation;
+    if (generation === undefined) throw new Error('the link keeps no store generation');
+    const seq = ++this.#sends;
+    const token = String(await this.#answered(this.#client.eval(ADVANCE_GENERATION_SCRIPT, 1, generation.key)));
+    if (!GENERATION_TOKEN.test(token)) throw new Error(`unexpected store generation ${JSON.stringify(token)}`);
+    if (seq > this.#fence) generation.gate.observe(token);
+    return undefined;
   }
 
   /** Queues a script run; it goes out with the others ready at the end of this turn. */
@@ -204,6 +265,7 @@ export class RedisLink {
       // Known to be away: every waiting request is answered by the fallback at once.
       const jobs = this.#queue;
       this.#queue = [];
+      if (jobs.length > 0) this.forgetGeneration();
       const err = new RedisTimeoutError('Redis does not answer');
       for (const job of jobs) job.fail(err);
       return;
@@ -217,11 +279,18 @@ export class RedisLink {
 
   #send(jobs: ScriptJob[]): void {
     this.#inFlight++;
-    const batch: Batch = { jobs, args: jobs.map((j) => j.seal()), pending: jobs, sentAt: performance.now(), timer: undefined, done: false };
+    const generation = this.#generation;
+    const batch: Batch = {
+      jobs, args: jobs.map((j) => j.seal()), pending: jobs, sentAt: performance.now(), timer: undefined, done: false,
+      generation, seq: ++this.#sends,
+    };
     this.#pipelines++;
     this.#scripts += jobs.length;
     const pipeline = this.#client.pipeline();
-    for (let i = 0; i < jobs.length; i++) pipeline.evalsha(SCRIPT_SHA, 1, jobs[i]!.key, ...batch.args[i]!, this.#replied);
+    for (let i = 0; i < jobs.length; i++) {
+      if (generation === undefined) pipeline.evalsha(SCRIPT_SHA, 1, jobs[i]!.key, ...batch.args[i]!, this.#replied);
+      else pipeline.evalsha(SCRIPT_SHA, 2, jobs[i]!.key, generation.key, ...batch.args[i]!, this.#replied);
+    }
     batch.timer = setTimeout(() => this.#check(batch), this.#timeoutMs);
     pipeline.exec().then(
       (results) => this.#settle(batch, results),
@@ -237,27 +306,22 @@ export class RedisLink {
   #settle(batch: Batch, results: Array<[Error | null, unknown]> | null): void {
     if (batch.done) return; // timed out meanwhile: the fallback answered these requests
     if (results === null) return this.#finish(batch, new Error('the pipeline was discarded'));
-    const missing: number[] = [];
-    for (let i = 0; i < batch.jobs.length; i++) {
-      const [err, reply] = results[i] ?? [new Error('no reply')];
-      if (err === null) batch.jobs[i]!.settle(reply);
-      else if (err.message.startsWith('NOSCRIPT')) missing.push(i);
-      else batch.jobs[i]!.fail(err);
-    }
+    const missing = this.#deliver(batch, batch.jobs.map((_, i) => i), results, true);
     if (missing.length === 0) return this.#finish(batch, undefined);
     // Redis restarted empty: send the script itself for these (the first EVAL caches it). The
     // batch's timer keeps watching them.
     batch.pending = missing.map((i) => batch.jobs[i]!);
+    batch.seq = ++this.#sends;
     const again = this.#client.pipeline();
-    for (const i of missing) again.eval(TAKE_SCRIPT, 1, batch.jobs[i]!.key, ...batch.args[i]!, this.#replied);
+    const generation = batch.generation;
+    for (const i of missing) {
+      if (generation === undefined) again.eval(TAKE_SCRIPT, 1, batch.jobs[i]!.key, ...batch.args[i]!, this.#replied);
+      else again.eval(TAKE_SCRIPT, 2, batch.jobs[i]!.key, generation.key, ...batch.args[i]!, this.#replied);
+    }
     again.exec().then(
       (res) => {
         if (batch.done) return;
-        batch.pending.forEach((job, k) => {
-          const [err, reply] = res?.[k] ?? [new Error('no reply')];
-          if (err === null) job.settle(reply);
-          else job.fail(err);
-        });
+        this.#deliver(batch, missing, res ?? [], false);
         batch.pending = [];
         this.#finish(batch, undefined);
       },
@@ -265,12 +329,63 @@ export class RedisLink {
     );
   }
 
+  /**
+   * Hands the jobs `indexes` of the batch their replies (results[k] is job indexes[k]'s) or
+   * failures, the store generation first: the token of the last reply, before any request is
+   * answered; unknown when any of them failed (its requests go to the fallback). Returns the
+   * indexes Redis had no script for, when `resendMissing` (else they fail).
+   */
+  #deliver(batch: Batch, indexes: readonly number[], results: Array<[Error | null, unknown]>, resendMissing: boolean): number[] {
+    const generation = batch.generation;
+    const missing: number[] = [];
+    const replies: unknown[] = [];
+    const errors: Array<Error | undefined> = [];
+    let token: string | undefined;
+    let failed = false;
+    indexes.forEach((i, k) => {
+      const [err, raw] = results[k] ?? [new Error('no reply'), undefined];
+      if (err !== null) {
+        if (resendMissing && err.message.startsWith('NOSCRIPT')) missing.push(i);
+        else {
+          errors[k] = err;
+          failed = true;
+        }
+        return;
+      }
+      if (generation === undefined) {
+        replies[k] = raw;
+        return;
+      }
+      const last: unknown = Array.isArray(raw) ? raw[raw.length - 1] : undefined;
+      if (typeof last === 'string' && GENERATION_TOKEN.test(last)) {
+        token = last;
+        replies[k] = (raw as unknown[]).slice(0, -1);
+      } else {
+        errors[k] = new Error(`unexpected reply ${JSON.stringify(raw)}`);
+        failed = true;
+      }
+    });
+    if (generation !== undefined) {
+      if (failed) this.forgetGeneration();
+      else if (token !== undefined && batch.seq > this.#fence) generation.gate.observe(token);
+    }
+    indexes.forEach((i, k) => {
+      const err = errors[k];
+      if (err !== undefined) batch.jobs[i]!.fail(err);
+      else if (k in replies) batch.jobs[i]!.settle(replies[k]);
+    });
+    return missing;
+  }
+
   /** The batch is over: fails what is still waiting in it (on `err`) and sends more. */
   #finish(batch: Batch, err: unknown): void {
     if (batch.done) return;
     batch.done = true;
     clearTimeout(batch.timer);
-    if (err !== undefined) for (const job of batch.pending) job.fail(err);
+    if (err !== undefined && batch.pending.length > 0) {
+      this.forgetGeneration();
+      for (const job of batch.pending) job.fail(err);
+    }
     this.#release();
   }
 

@@ -34,6 +34,10 @@ export const PROBE = 'probe';
  * row, outcome code, minute tokens, day tokens, ms until admitted (Retry-After) }. The first
  * three describe the state after the last request: the process keeps it, to limit from it
  * should Redis stop answering.
+ * KEYS[2], when given: the store generation's key (core/store-generation.ts); its token is the
+ * reply's last element, read after this run's charges, so that a process caching the shared
+ * store learns in this same round trip whether a reset has happened. A missing token (a Redis
+ * restarted empty) is made anew from TIME, so it never equals one that processes may still hold.
  */
 export const TAKE_SCRIPT = `
 if ARGV[1] == '${PROBE}' then return 'ok' end
@@ -138,5 +142,32 @@ redis.call('PEXPIRE', KEYS[1], string.format('%d', math.max(1, math.ceil(ttl))))
 reply[1] = num(now)
 reply[2] = strikes
 reply[3] = num(math.max(0, bannedUntil - now))
+if KEYS[2] then
+  local gen = redis.call('GET', KEYS[2])
+  if not gen then
+    local t = redis.call('TIME')
+    gen = t[1] .. string.format('%06d', tonumber(t[2])) .. ':0'
+    redis.call('SET', KEYS[2], gen)
+  end
+  reply[#reply + 1] = gen
+end
 return reply
+`;
+
+/**
+ * Moves the store generation on (a reset, a seed): "<epoch>:<n>" becomes "<epoch>:<n + 1>"; a
+ * missing one starts a new epoch from TIME. Returns the new token.
+ */
+export const ADVANCE_GENERATION_SCRIPT = `
+local gen = redis.call('GET', KEYS[1])
+local epoch, n
+if gen then epoch, n = string.match(gen, '^(%d+):(%d+)$') end
+if epoch then
+  gen = epoch .. ':' .. string.format('%d', tonumber(n) + 1)
+else
+  local t = redis.call('TIME')
+  gen = t[1] .. string.format('%06d', tonumber(t[2])) .. ':1'
+end
+redis.call('SET', KEYS[1], gen)
+return gen
 `;

@@ -1,0 +1,197 @@
+// The read cache in front of the PostgreSQL store (read-cache.ts), against an in-process store
+// that answers like a database (promises) and counts what reaches it: what is kept (pets, full
+// pages proven by a further pet), what is not (unknown ids, partial pages), and what empties it
+// (a new store generation, an unknown one, a reset or seed), including reads that were under
+// way when the generation changed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { StoreGeneration } from '../../src/core/index.js';
+import { ReadCachedStore, openMemoryStore, type ListQuery, type PetStore, type SeedPet, type StoredPet } from '../../src/store/index.js';
+import type { NewPet } from '../../src/core/types.js';
+
+/** The memory store behind promises, counting reads; `hold` parks the next read until released. */
+class CountingStore implements PetStore {
+  readonly inner = openMemoryStore();
+  reads = 0;
+  hold: Promise<void> | undefined;
+  async get(id: number): Promise<StoredPet | undefined> {
+    this.reads++;
+    const r = this.inner.get(id);
+    if (this.hold) await this.hold;
+    return r;
+  }
+  async list(q: ListQuery): Promise<StoredPet[]> {
+    this.reads++;
+    const r = this.inner.list(q);
+    if (this.hold) await this.hold;
+    return r;
+  }
+  create(input: NewPet): Promise<StoredPet> { return this.inner.create(input); }
+  seed(pets: ReadonlyArray<SeedPet>): Promise<StoredPet[]> { return this.inner.seed(pets); }
+  reset(): Promise<void> { return this.inner.reset(); }
+  close(): Promise<void> { return this.inner.close(); }
+}
+
+function setup(opts: { maxPets?: number; maxPagePets?: number } = {}): { db: CountingStore; gen: StoreGeneration; cache: ReadCachedStore; advances: string[] } {
+  const db = new CountingStore();
+  const advances: string[] = [];
+  let n = 0;
+  const gen = new StoreGeneration(async () => {
+    const token = `e:${++n}`;
+    advances.push(token);
+    return token;
+  });
+  gen.observe('e:0');
+  return { db, gen, cache: new ReadCachedStore(db, gen, opts), advances };
+}
+
+async function seedPets(db: CountingStore, count: number): Promise<void> {
+  await db.inner.seed(Array.from({ length: count }, (_, i) => ({ name: `p${i + 1}`, categoryId: 1, status: i % 2 === 0 ? 'available' as const : 'sold' as const })));
+}
+
+const ids = (page: StoredPet[]): number[] => page.map((s) => s.pet.id);
+
+test('a pet read once is answered from memory; an unknown id always asks the store', async () => {
+  const { db, cache } = setup();
+  await seedPets(db, 3);
+  assert.equal((await cache.get(2))?.pet.name, 'p2');
+  assert.equal((await cache.get(2))?.pet.name, 'p2');
+  assert.equal(db.reads, 1);
+  assert.equal(await cache.get(9), undefined);
+  await db.inner.create({ name: 'late', categoryId: 1 });
+  await db.inner.create({ name: 'later', categoryId: 1 });
+  await db.inner.create({ name: 'latest', categoryId: 1 });
+  await db.inner.create({ name: 'nine', categoryId: 1 });
+  await db.inner.create({ name: 'nine', categoryId: 1 });
+  await db.inner.create({ name: 'nine', categoryId: 1 });
+  assert.equal((await cache.get(9))?.pet.id, 9, 'an id unknown before is found once it exists');
+  assert.equal(db.reads, 3);
+});
+
+test('a full answer is kept (its last pet proves nothing can appear before it); a shorter one always asks the store', async () => {
+  const { db, cache } = setup();
+  await seedPets(db, 5);
+  assert.deepEqual(ids(await cache.list({ limit: 2 })), [1, 2]);
+  assert.deepEqual(ids(await cache.list({ limit: 2 })), [1, 2]);
+  assert.equal(db.reads, 1, 'the full answer was kept');
+  assert.deepEqual(ids(await cache.list({ limit: 2, afterId: 4 })), [5]);
+  assert.deepEqual(ids(await cache.list({ limit: 2, afterId: 4 })), [5]);
+  assert.equal(db.reads, 3, 'the short answer asked twice');
+  await db.inner.create({ name: 'p6', categoryId: 1, status: 'sold' });
+  assert.deepEqual(ids(await cache.list({ limit: 2, afterId: 4 })), [5, 6], 'and grew');
+  // A status filter is its own answer.
+  assert.deepEqual(ids(await cache.list({ limit: 3, status: 'sold' })), [2, 4, 6]);
+  assert.deepEqual(ids(await cache.list({ limit: 3, status: 'sold' })), [2, 4, 6]);
+  assert.equal(db.reads, 5);
+  assert.deepEqual(ids(await cache.list({ limit: 4, status: 'sold' })), [2, 4, 6]);
+  assert.deepEqual(ids(await cache.list({ limit: 4, status: 'sold' })), [2, 4, 6]);
+  assert.equal(db.reads, 7, 'three of four: not kept');
+  // Pets of a kept answer answer get() from memory too.
+  assert.equal((await cache.get(1))?.pet.id, 1);
+  assert.equal(db.reads, 7);
+});
+
+test('a caller that shortens the answer it got (the API drops its one extra pet) does not shorten what is kept', async () => {
+  const { db, cache } = setup();
+  await seedPets(db, 5);
+  const first = await cache.list({ limit: 3 });
+  first.length = 2;
+  const second = await cache.list({ limit: 3 });
+  assert.deepEqual(ids(second), [1, 2, 3]);
+  second.length = 1;
+  assert.deepEqual(ids(await cache.list({ limit: 3 })), [1, 2, 3]);
+  assert.equal(db.reads, 1);
+});
+
+test('a new generation empties the cache before the next read', async () => {
+  const { db, gen, cache } = setup();
+  await seedPets(db, 5);
+  await cache.list({ limit: 2 });
+  await cache.get(5);
+  assert.equal(db.reads, 2);
+  // Another process reset the store and seeded other pets; this process learns it from the
+  // next limiter reply.
+  await db.inner.reset();
+  await db.inner.seed([{ name: 'new1', categoryId: 2 }, { name: 'new2', categoryId: 2 }, { name: 'new3', categoryId: 2 }]);
+  gen.observe('e:7');
+  assert.deepEqual((await cache.list({ limit: 2 })).map((s) => s.pet.name), ['new1', 'new2']);
+  assert.equal(await cache.get(5), undefined);
+  assert.equal(db.reads, 4);
+});
+
+test('while the generation is unknown nothing is served from memory or kept', async () => {
+  const { db, gen, cache } = setup();
+  await seedPets(db, 5);
+  await cache.list({ limit: 2 });
+  gen.lost();
+  await cache.list({ limit: 2 });
+  await cache.get(1);
+  await cache.get(1);
+  assert.equal(db.reads, 4);
+  assert.deepEqual(cache.size, { pets: 0, pages: 0, pagePets: 0 });
+  gen.observe('e:0');
+  await cache.get(1);
+  await cache.get(1);
+  assert.equal(db.reads, 5);
+});
+
+test('a read under way when the generation changes is answered but never kept', async () => {
+  const { db, gen, cache } = setup();
+  await seedPets(db, 5);
+  let release = (): void => undefined;
+  db.hold = new Promise((resolve) => { release = resolve; });
+  const page = cache.list({ limit: 2 });
+  const pet = cache.get(3);
+  gen.observe('e:8');
+  db.hold = undefined;
+  release();
+  assert.deepEqual(ids(await page), [1, 2]);
+  assert.equal((await pet)?.pet.id, 3);
+  assert.deepEqual(cache.size, { pets: 0, pages: 0, pagePets: 0 });
+  // Even when the same token comes back after a loss, the old read stays out.
+  db.hold = new Promise((resolve) => { release = resolve; });
+  const again = cache.get(4);
+  gen.lost();
+  gen.observe('e:8');
+  db.hold = undefined;
+  release();
+  await again;
+  assert.deepEqual(cache.size, { pets: 0, pages: 0, pagePets: 0 });
+});
+
+test('reset and seed advance the generation after they commit; a failed advance fails them', async () => {
+  const { db, gen, cache, advances } = setup();
+  await seedPets(db, 5);
+  await cache.list({ limit: 2 });
+  await cache.reset();
+  assert.deepEqual(advances, ['e:1']);
+  assert.equal(gen.token, 'e:1');
+  assert.deepEqual(cache.size, { pets: 0, pages: 0, pagePets: 0 });
+  await cache.seed([{ name: 'a', categoryId: 1 }, { name: 'b', categoryId: 1 }, { name: 'c', categoryId: 1 }]);
+  assert.deepEqual(advances, ['e:1', 'e:2']);
+  assert.deepEqual((await cache.list({ limit: 2 })).map((s) => s.pet.name), ['a', 'b']);
+
+  const broken = new StoreGeneration(() => Promise.reject(new Error('Redis away')));
+  broken.observe('x:0');
+  const other = new ReadCachedStore(db, broken);
+  await assert.rejects(other.reset(), (err: Error) => err.name === 'StoreUnreachableError' && /Redis away/.test(err.message));
+  assert.equal(broken.token, undefined, 'unknown until a limiter reply says it again');
+  assert.deepEqual(ids(await db.inner.list({ limit: 10 })), [], 'the reset itself was done');
+  // A refused seed wrote nothing and does not need Redis: its own error comes back.
+  await assert.rejects(other.seed([{ name: 'x', categoryId: 1, id: 0 }]), (err: Error) => err.name === 'StoreInputError');
+});
+
+test('memory is bounded: oldest pets and pages go first', async () => {
+  const { db, cache } = setup({ maxPets: 10, maxPagePets: 6 });
+  await seedPets(db, 40);
+  for (let id = 1; id <= 30; id++) await cache.get(id);
+  assert.equal(cache.size.pets, 10);
+  for (let after = 0; after < 20; after += 2) await cache.list({ limit: 2, afterId: after });
+  assert.equal(cache.size.pages, 3);
+  assert.equal(cache.size.pagePets, 6);
+  const before = db.reads;
+  await cache.list({ limit: 2, afterId: 18 });
+  assert.equal(db.reads, before, 'the newest page is kept');
+  await cache.list({ limit: 2, afterId: 0 });
+  assert.equal(db.reads, before + 1, 'the oldest page was dropped');
+});
