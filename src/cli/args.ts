@@ -141,13 +141,14 @@ export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: 
   }
   const limitsFlag = str('limits') ?? (env.PETSTORE_LIMITS || undefined);
   const limitsSetting = str('limits') !== undefined ? '--limits' : 'PETSTORE_LIMITS';
-  const limitsProblem = limitsFlag === undefined ? undefined : limitsUrlProblem(limitsFlag);
-  if (limitsProblem !== undefined) throw new UsageError(`${limitsSetting} ${limitsProblem}`);
   const limits = limitsFlag ?? config.limits;
-  // Checked here, where it is known which setting gave the URL: the drivers' decoding would
-  // say only "URI malformed". A value from the config file is a config error (exit 1).
+  // Checked here, where it is known which setting gave the URL and which part of it is bad:
+  // the drivers' decoding would say only "URI malformed". A value from the config file is a
+  // config error (exit 1). The limits URL's other problems come after, in its own terms.
   const fromFile = typeof configSource === 'string' ? configSource : 'built-in demo config';
   const limitsEncoding = limits === undefined ? undefined : percentEncodingProblem(limits, limitsFlag !== undefined ? limitsSetting : '"limits"');
+  const limitsProblem = limitsFlag === undefined || limitsEncoding !== undefined ? undefined : limitsUrlProblem(limitsFlag);
+  if (limitsProblem !== undefined) throw new UsageError(`${limitsSetting} ${limitsProblem}`);
   const storeFrom = storeSetting(flags, env);
   const storeEncoding = store === undefined ? undefined : percentEncodingProblem(store, storeFrom ?? '"store"');
   for (const [problem, fromConfig] of [[limitsEncoding, limitsFlag === undefined], [storeEncoding, storeFrom === undefined]] as const) {
