@@ -12,13 +12,12 @@
 // read meanwhile (other connections' reads, and every timer, come first). And a connection
 // has at most MAX_OUTSTANDING requests handled but not yet answered (an answer counts until
 // it has left for the network: a client that does not read its answers has them count too);
-// past that it is not read until half of them are answered. What a connection can make the
-// server hold is thus one read of requests plus MAX_OUTSTANDING answers in flight, whatever
-// it sends.
+// past that it is not read until half of them are answered (what it already sent is still
+// served, in its turns: an answer waiting for the network takes less memory than a request
+// waiting for its turn). What a connection can make the server hold is thus about one read
+// of requests (64 KiB) and their answers, whatever it sends.
 //
-// A request answered at once (every refusal of the in-process limiter, every cached read)
-// costs one property check, one comparison and an increment; node's own backpressure (it
-// stops reading while its answers wait for the network) covers those.
+// A request costs a few property checks and one 'close' listener on its response.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RequestListener } from './exchange.js';
@@ -72,7 +71,7 @@ export function takeTurns(listener: RequestListener): RequestListener {
   let first = 0;
 
   const list = (share: Share): void => {
-    if (share.listed || share.outstanding >= MAX_OUTSTANDING) return;
+    if (share.listed) return;
     share.listed = true;
     listed.push(share);
     tick();
@@ -113,8 +112,8 @@ export function takeTurns(listener: RequestListener): RequestListener {
   const handle = (share: Share, req: IncomingMessage, res: ServerResponse): void => {
     share.served++;
     listener(req, res);
-    // Answered at once: node's own backpressure has it from here.
-    if (res.writableEnded) return;
+    // Counted even when answered at once: an answer counts until it has gone out, so a
+    // client that does not read is not read either.
     share.outstanding++;
     res.once('close', onAnswered);
   };
@@ -138,7 +137,7 @@ export function takeTurns(listener: RequestListener): RequestListener {
       share.served = 0;
     }
     let handled = 0;
-    while (share.head < queue.length && share.served < PER_TURN && share.outstanding < MAX_OUTSTANDING) {
+    while (share.head < queue.length && share.served < PER_TURN) {
       const req = queue[share.head] as IncomingMessage;
       const res = queue[share.head + 1] as ServerResponse;
       queue[share.head] = queue[share.head + 1] = undefined as unknown as IncomingMessage;
@@ -150,7 +149,6 @@ export function takeTurns(listener: RequestListener): RequestListener {
       queue.length = 0;
       share.head = 0;
     } else {
-      // (A connection at its outstanding bound is listed again as its answers go out.)
       list(share);
     }
     readIfFree(share);
@@ -159,10 +157,7 @@ export function takeTurns(listener: RequestListener): RequestListener {
 
   const answered = (share: Share): void => {
     share.outstanding--;
-    if (share.outstanding === MAX_OUTSTANDING >> 1) {
-      if (share.queued) list(share);
-      else readIfFree(share);
-    }
+    if (share.outstanding === MAX_OUTSTANDING >> 1) readIfFree(share);
   };
 
   return (req, res) => {

@@ -236,8 +236,8 @@ describe('in-process limits', () => {
     t.diagnostic(`RSS ${baseMiB.toFixed(0)} MiB before, peak ${peakMiB.toFixed(0)} MiB under the flood`);
     assert.ok(peakMiB < RSS_BOUND_MIB, `peak RSS ${peakMiB.toFixed(0)} MiB`);
     // And the server still answers others.
-    const after = await victim(srv.url, 1_000);
-    assert.ok(after.answered >= 3, figures(after));
+    const after = await victim(srv.url, 3_000);
+    assert.ok(after.answered >= 5, figures(after));
   });
 });
 
@@ -284,7 +284,7 @@ describe('limits in Redis', { skip: skipUnless('Redis limits under overload', ['
     const { peakMiB, baseMiB } = await peakRssUnderUnreadFlood(srv, keyed(KEYS.free), 4_000);
     t.diagnostic(`RSS ${baseMiB.toFixed(0)} MiB before, peak ${peakMiB.toFixed(0)} MiB under the flood`);
     assert.ok(peakMiB < RSS_BOUND_MIB, `peak RSS ${peakMiB.toFixed(0)} MiB`);
-    const after = await victim(srv.url, 1_000);
-    assert.ok(after.answered >= 3, figures(after));
+    const after = await victim(srv.url, 3_000);
+    assert.ok(after.answered >= 5, figures(after));
   });
 });
