@@ -3,3 +3,4 @@ export { createApp } from './lifecycle.js';
 export type { AppDeps, RequestListener } from './exchange.js';
 export { answerClientError, refuseConnect } from './client-errors.js';
 export { orderPipelined } from './pipeline.js';
+export { takeTurns } from './turns.js';

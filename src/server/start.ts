@@ -7,7 +7,7 @@ import { ADMIN_ROUTES, Faults, ROUTES, openApiRoute, type AdminControl } from '.
 import { limitsUrlProblem, loadConfigFile, parseConfig, type Config } from '../config/index.js';
 import { ApiError, StoreGeneration, asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
-import { answerClientError, createApp, orderPipelined, refuseConnect } from '../http/index.js';
+import { answerClientError, createApp, orderPipelined, refuseConnect, takeTurns } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
 import { SCRAPE_MAX_AGE_MS, ServiceMetrics, cachedScrape } from '../metrics/index.js';
 import { ReadCachedStore, hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore, type PostgresStore } from '../store/index.js';
@@ -169,13 +169,15 @@ export async function startWithConfig(
         return options.env ? config.environments[options.env] : undefined;
       },
     });
-    // A request pipelined behind a POST is handled once the POST is answered (pipeline.ts).
-    const listener = orderPipelined((req: IncomingMessage, res: ServerResponse): void => {
+    // Each connection takes its turn: a few requests per turn of the event loop, a bounded
+    // number unanswered (turns.ts); a request pipelined behind a POST is handled once the
+    // POST is answered (pipeline.ts).
+    const listener = takeTurns(orderPipelined((req: IncomingMessage, res: ServerResponse): void => {
       // Once stopping, every answer closes its connection, so that busy keep-alive clients
       // move on instead of holding the server open until the grace period runs out.
       if (stopping) res.setHeader('connection', 'close');
       app(req, res);
-    });
+    }));
     server = createServer({
       // Deliberate bounds (see docs/api.md, "Timeouts and limits").
       headersTimeout: 10_000,
