@@ -2,7 +2,8 @@
 // bad percent-encoding is named by the setting that gave it, never quoted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { limitsPlace, percentEncodingProblem, petsPlace, withoutSecrets } from '../../src/cli/places.js';
+import { limitsPlace, petsPlace, withoutSecrets } from '../../src/cli/places.js';
+import { percentEncodingProblem } from '../../src/cli/url-encoding.js';
 import { parseConfig } from '../../src/config/index.js';
 
 const config = parseConfig({}, 'test', '/srv');
