@@ -3,12 +3,12 @@
 import { existsSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, limitsUrlProblem, loadConfigFile, parseConfig, type Config, type PetstoreConfig } from '../config/index.js';
+import { ConfigError, limitsUrlProblem, loadConfigFile, parseConfig, percentEncodingProblem, type Config, type PetstoreConfig } from '../config/index.js';
 import { MAX_WORKERS } from '../core/index.js';
 import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from '../store/index.js';
 import { parseArgsOptions } from './flags.js';
 import { petsLocation, storeSetting } from './pets-location.js';
-import { percentEncodingProblem } from './url-encoding.js';
+
 import defaultConfig from '../../petstore.config.json' with { type: 'json' };
 
 // The demo config without its dataFile: started without a config file (by npx, or a test

@@ -10,3 +10,4 @@ export { parseConfig } from './parse.js';
 export { MAX_CONFIG_BYTES, loadConfigFile, repeatedMembers } from './load.js';
 export { limitsUrlProblem } from './limits-url.js';
 export { jsonSyntaxError } from './json-syntax.js';
+export { percentEncodingProblem } from './url-encoding.js';

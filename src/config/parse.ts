@@ -12,6 +12,7 @@ import { keyDigest } from './digest.js';
 import { keyNameProblem } from './key-name.js';
 import { ConfigError } from './errors.js';
 import { limitsUrlProblem } from './limits-url.js';
+import { percentEncodingProblem } from './url-encoding.js';
 
 const TOP_LEVEL: ReadonlySet<string> = new Set(Object.keys(CONFIG_FIELDS));
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
@@ -83,8 +84,11 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   const store = readStore(r, raw.store, dataFile);
   const environments = readEnvironments(r, raw.environments);
   const limits = raw.limits === undefined || raw.limits === null ? undefined : r.string(raw.limits, 'limits');
-  const limitsProblem = limits === undefined ? undefined : limitsUrlProblem(limits);
-  if (limitsProblem !== undefined) r.problem(`limits ${limitsProblem}`);
+  // A bad percent-encoding is named by its part (user name, password, database) first.
+  const limitsEncoding = limits === undefined ? undefined : percentEncodingProblem(limits, '"limits"');
+  const limitsProblem = limits === undefined || limitsEncoding !== undefined ? undefined : limitsUrlProblem(limits);
+  if (limitsEncoding !== undefined) r.problem(limitsEncoding);
+  else if (limitsProblem !== undefined) r.problem(`limits ${limitsProblem}`);
   const workers = readWorkers(r, raw.workers);
   let limitsFile: string | undefined;
   if (raw.limitsFile !== undefined && raw.limitsFile !== null) {

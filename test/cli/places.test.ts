@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { limitsPlace, petsPlace, withoutSecrets } from '../../src/cli/places.js';
-import { percentEncodingProblem } from '../../src/cli/url-encoding.js';
+import { percentEncodingProblem } from '../../src/config/url-encoding.js';
 import { parseConfig } from '../../src/config/index.js';
 
 const config = parseConfig({}, 'test', '/srv');
