@@ -53,6 +53,13 @@ const MODES = [
   // The peer to beat on the same backends: Fastify + postgres.js + rate-limiter-flexible (its own table).
   ['fastify stack', '0', ['--store', pg.url, '--limits', redis.url, '--reset'], {}, new URL('./peers/fastify-stack.mjs', import.meta.url).pathname],
 ];
+// BENCH_BEFORE=<older dist/petstore.js>: the file and shared modes once more on that bundle, in
+// the same run, so that a change is measured before and after side by side.
+const BEFORE = process.env.BENCH_BEFORE;
+if (BEFORE) {
+  MODES.push(['file@before', '0', ['--data', join(dir, 'pets-before.json')], {}, BEFORE]);
+  MODES.push(['shared@before', '0', ['--store', pg.url, '--limits', redis.url], {}, BEFORE]);
+}
 const OPS = [['list', 'wrk/get.lua', '/pets?limit=20'], ['get', 'wrk/get.lua', '/pets/100'], ['create', 'wrk/post.lua', '/pets']];
 const results = {};
 const models = [];
@@ -133,6 +140,18 @@ for (const [op] of OPS) {
   const k = results['fastify stack'][op];
   console.log(`| ${op} | ${f.rps}/s | ${s.rps}/s | ${(s.rps / f.rps).toFixed(2)}x | ${w.rps}/s | ${(w.rps / s.rps).toFixed(2)}x | ${o.rps}/s | ${(o.rps / s.rps).toFixed(2)}x | ${k.rps}/s | ${(s.rps / k.rps).toFixed(2)}x | ` +
     `${s.redisPerRequest.toFixed(2)} / ${w.redisPerRequest.toFixed(2)} / ${k.redisPerRequest.toFixed(2)} | ${s.pgPerRequest.toFixed(2)} / ${w.pgPerRequest.toFixed(2)} / ${k.pgPerRequest.toFixed(2)} |`);
+}
+if (BEFORE) {
+  console.log(`\nBefore (${BEFORE}) and after, same run:`);
+  console.log('| operation | file before | file after | after/before | shared before | shared after | after/before | shared/file before | shared/file after |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const [op] of OPS) {
+    const fb = results['file@before'][op].rps;
+    const fa = results.file[op].rps;
+    const sb = results['shared@before'][op].rps;
+    const sa = results.shared[op].rps;
+    console.log(`| ${op} | ${fb}/s | ${fa}/s | ${(fa / fb).toFixed(2)}x | ${sb}/s | ${sa}/s | ${(sa / sb).toFixed(2)}x | ${(sb / fb).toFixed(2)}x | ${(sa / fa).toFixed(2)}x |`);
+  }
 }
 console.log(`\nCapacity model (${durability}). CPU ms per request of each component, measured over the runs above,`);
 console.log('and the throughput PROJECTED from them at more cores (not measured: CPU-bound, load generator elsewhere):\n');
