@@ -90,8 +90,9 @@ export async function startWithConfig(
   });
   const { keyLimiter, addressLimiter } = limiters;
   // The request journal of this process (its ring grows as entries come, up to its size; it
-  // records only while the config names an admin key and a journal size above 0).
-  const journal = new RequestJournal(config.admin?.journal ?? 0);
+  // records only while the config names an admin key and a journal size above 0). Sized at
+  // start; without admin then, at the default, for a reload that turns admin on.
+  const journal = new RequestJournal(config.admin?.journal ?? 1000);
   const harness = harnessParts({ clock, journal, peers, faults, store, keyLimiter, addressLimiter, postgres: options.store !== undefined });
   /**
    * Empty store, limits and bans cleared, faults cleared: reset() and POST /__admin/reset.
