@@ -100,9 +100,25 @@ describe('journal and clock across two workers with Redis limits', { skip }, () 
     for (let i = 0; i < 4; i++) assert.equal((JSON.parse((await admin('GET', '/clock')).body) as { offsetMs: number }).offsetMs, 0);
   });
 
-  it('snapshots answer 501 saying why', async () => {
+  it('snapshots answer 501 saying why: with workers, with pets in PostgreSQL, with limits in Redis', async () => {
     const res = await admin('PUT', '/snapshots/x');
     assert.equal(res.status, 501);
     assert.match(res.body, /PostgreSQL|--workers/);
+    const dir = tempDir();
+    const config = writeConfig(dir, testConfig({ admin: { key: ADMIN } }));
+    for (const [args, why] of [[['--store', pg.url], /PostgreSQL/], [['--memory', '--limits', redis.url], /Redis/]] as const) {
+      const one = await startBundle(['--config', config, ...args], { cwd: dir });
+      try {
+        for (const [method, path] of [['PUT', '/snapshots/x'], ['GET', '/snapshots'], ['POST', '/snapshots/x/restore']]) {
+          const a = await once(`${one.url.replace(/\/v1$/, '')}/__admin${path}`, { method, key: ADMIN });
+          assert.equal(a.status, 501, `${args.join(' ')} ${method} ${path}`);
+          assert.match((JSON.parse(a.body) as { message: string }).message, why);
+        }
+        const clock = await once(`${one.url.replace(/\/v1$/, '')}/__admin/clock`, { method: 'POST', key: ADMIN, body: { advanceMs: 1000 } });
+        assert.equal(clock.status, 200, 'the clock works there');
+      } finally {
+        await one.stop();
+      }
+    }
   });
 });
