@@ -6,7 +6,7 @@ import { main } from './cli/index.js';
 
 export { startPetstore, StartError } from './server/index.js';
 export type { StartErrorKind } from './server/index.js';
-export type { StartOptions, PetstoreHandle, LogFunction } from './server/index.js';
+export type { StartOptions, PetstoreHandle, LogFunction, HarnessClock, JournalQuery, JournalRequest, JournalPage } from './server/index.js';
 export { ConfigError } from './config/index.js';
 export type { ClearKeyConfig, DigestKeyConfig, KeyConfig, PetstoreConfig, PlanLimits } from './config/index.js';
 export type { Pet, NewPet, PetStatus, Clock, Logger, LogLevel } from './core/index.js';

@@ -272,7 +272,7 @@ export function parseJournalFilter(query: QueryInput): JournalFilter | ApiError 
   const path = values.get('path');
   if (path !== undefined && !path.startsWith('/')) problems.push('path must start with "/" (for example /v1/pets); it is matched exactly, without the query');
   const status = values.get('status');
-  if (status !== undefined && !/^[1-5][0-9]{2}$/.test(status)) problems.push('status must be an HTTP status from 100 to 599');
+  if (status !== undefined && !/^(?:0|[1-5][0-9]{2})$/.test(status)) problems.push('status must be an HTTP status from 100 to 599, or 0 (a connection broken before any answer)');
   const limitText = values.get('limit');
   let limit = DEFAULT_JOURNAL_LIMIT;
   if (limitText !== undefined) {

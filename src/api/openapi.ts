@@ -62,6 +62,9 @@ export function exampleOf(schema: Schema): Json | undefined {
 // Headers on every response of every operation (the rate-limit ones, and the request id).
 const COMMON_HEADERS = [...RATE_LIMIT_HEADERS, 'X-Request-Id'];
 
+/** Sent on every answer that names them: marked required in the document. */
+const REQUIRED_HEADERS: ReadonlySet<string> = new Set([...COMMON_HEADERS, 'Retry-After']);
+
 // Headers that come with a status, whichever operation answers it.
 const STATUS_HEADERS: Readonly<Record<string, readonly string[]>> = {
   '401': ['WWW-Authenticate'],
@@ -72,7 +75,8 @@ const STATUS_HEADERS: Readonly<Record<string, readonly string[]>> = {
 
 // Headers of a success that depend on the operation.
 function successHeaders(route: RouteSpec, status: string): string[] {
-  if (status === '201') return ['Location'];
+  // A create answered from an Idempotency-Key replay says so.
+  if (status === '201') return route.parameters.some((p) => p.name === 'Idempotency-Key') ? ['Location', 'Idempotent-Replayed'] : ['Location'];
   if (status === '200' && route.operationId === 'listPets') return ['Link'];
   return [];
 }
@@ -127,6 +131,9 @@ function operation(route: RouteSpec, head = false): Json {
   }
   if (route.auth === 'key') responses['401'] ??= errorResponse('401', 'The API key is missing or invalid.', deprecationHeaders, head);
   responses['429'] ??= errorResponse('429', 'Rate limited (`rate_limited`) or temporarily banned (`temporarily_banned`).', deprecationHeaders, head);
+  // Any operation can answer 503 (an outage of a backend, or a fault a test harness set up):
+  // listed everywhere, so that validating proxies and generated clients accept it.
+  responses['503'] ??= errorResponse('503', 'Unavailable for a moment (`service_unavailable`): nothing was changed; retry after `Retry-After` seconds.', deprecationHeaders, head);
   const op: { [key: string]: Json } = {
     operationId: head ? `${route.operationId}Head` : route.operationId,
     summary: head ? `Headers of: ${route.summary}` : route.summary,
@@ -215,6 +222,7 @@ const HEADER_DOCS: Record<string, [string, Json]> = {
   Sunset: ['RFC 8594 removal date.', { type: 'string' }],
   Link: ['RFC 8288 links: `rel="next"` for pages, `rel="successor-version"` for the deprecated operation.', { type: 'string' }],
   Location: ['URL of the created animal.', { type: 'string' }],
+  'Idempotent-Replayed': ['`true` when this answer is the replay of an earlier create with the same `Idempotency-Key` (nothing new was stored); absent on a first answer.', { type: 'string', enum: ['true'] }],
   'X-Request-Id': ['The request id: the client\'s own `X-Request-Id` when it is 1..128 plain characters, otherwise one the service makes: 8 hex digits that differ per start, a hyphen and a base-36 counter (e.g. `829d43b7-1a`). Also in the access log.', { type: 'string' }],
 };
 
@@ -261,7 +269,10 @@ export function openApiDocument(routes: readonly RouteSpec[], config: Config, ve
         OpenApiDocument: OPENAPI_DOCUMENT_SCHEMA,
       },
       // Only the headers some response names (an unused component is a linter warning).
-      headers: Object.fromEntries(Object.entries(HEADER_DOCS).filter(([name]) => used.has(name)).map(([name, [description, schema]]) => [name, { description, schema }])),
+      // Headers every answer carries (and Retry-After, on every answer that names it) are required.
+      headers: Object.fromEntries(Object.entries(HEADER_DOCS).filter(([name]) => used.has(name)).map(([name, [description, schema]]) => [
+        name, (REQUIRED_HEADERS.has(name) ? { description, required: true, schema } : { description, schema }) as Json,
+      ])),
     },
   };
 }

@@ -3,7 +3,7 @@ import type { Config } from '../config/index.js';
 import { RATE_LIMIT_HEADERS } from '../limits/index.js';
 import type { Exchange } from './exchange.js';
 
-const EXPOSED = [...RATE_LIMIT_HEADERS, 'Retry-After', 'Link', 'Location', 'Deprecation', 'Sunset', 'X-Request-Id', 'WWW-Authenticate'].join(', ');
+const EXPOSED = [...RATE_LIMIT_HEADERS, 'Retry-After', 'Link', 'Location', 'Deprecation', 'Sunset', 'X-Request-Id', 'WWW-Authenticate', 'Idempotent-Replayed'].join(', ');
 
 /** Adds the CORS response headers when the request's Origin is allowed; false otherwise. */
 export function allowCors(x: Exchange, config: Config): boolean {

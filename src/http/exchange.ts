@@ -1,7 +1,7 @@
 // What the request lifecycle carries: the app's collaborators (AppDeps), what one app instance
 // keeps between requests (Instance), and one request's state through the phases (Exchange).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AdminControl, Faults, HandlerContext, RouteSpec } from '../api/index.js';
+import type { AdminControl, ConnectionFault, Faults, HandlerContext, RequestJournal, RouteSpec } from '../api/index.js';
 import type { Config } from '../config/index.js';
 import type { ApiError, Clock, Logger } from '../core/index.js';
 import type { Limiter } from '../limits/index.js';
@@ -35,6 +35,8 @@ export interface AppDeps {
   readonly scrape?: () => string | Promise<string>;
   /** What /__admin acts on; those paths exist only while the config names an admin key. */
   readonly admin?: AdminControl;
+  /** This process's request journal: /v1 requests are recorded only with it and an admin key set. */
+  readonly journal?: RequestJournal;
 }
 
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -85,6 +87,10 @@ export class Exchange {
   idempotencyKey: string | undefined = undefined;
   /** Neither counted in the metrics nor logged (the /metrics scrape itself). */
   quiet = false;
+  /** Recorded in the request journal once answered (set by the journal phase). */
+  journal = false;
+  /** A connection fault caught this request: its answer ends the connection this way instead. */
+  end: ConnectionFault | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,

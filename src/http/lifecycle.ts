@@ -12,6 +12,7 @@
 //                                                             missing or repeated (HTTP/1.1),
 //                                                             Authorization repeated, Transfer-Encoding
 //                                                             in HTTP/1.0 (absolute-form reduced first)
+//   journal        /v1 paths, with an admin key and a journal -- recorded in the journal once answered
 //   deprecation    the deprecated route (getPet)              -- its headers, on every answer after this
 //   cors           API paths, when cors.origins is set        -- CORS headers for an allowed Origin
 //   preflight      405 of an API path, when cors is set       204 to an allowed preflight (charged to
@@ -21,14 +22,15 @@
 //                  (admin: only a caller without the key)
 //   deny           auth key / admin                           401 unauthorized
 //   expect         API paths                                  417 expectation_failed
-//   faults         /v1 operations, with an admin key set      429/503, or a delay (/__admin/faults)
+//   faults         /v1 operations, with an admin key set      429/503, a delay, or a broken connection
+//                                                             (/__admin/faults; a create is stored first)
 //   idempotency    routes declaring Idempotency-Key           400 for a bad or repeated key
 //   body           routes declaring a request body            400, 413, 415, 501, 503
 //   handler        every route                                the handler's Reply or ApiError; the
 //                                                             404/405 of a path in no route
 //
 // Requests node:http cannot parse, and CONNECT, are answered in client-errors.ts (400/408/431/405).
-import type { AdminContext, AdminRoute, HandlerContext, Query, Reply, RouteSpec } from '../api/index.js';
+import type { AdminContext, AdminRoute, FaultHit, HandlerContext, Query, Reply, RouteSpec } from '../api/index.js';
 import { ADMIN_MAX_BODY_BYTES, Faults, PageCache, PetCache, faultError, idempotencyKeyOf } from '../api/index.js';
 import type { Config } from '../config/index.js';
 import { ApiError, clip } from '../core/index.js';
@@ -47,7 +49,7 @@ import {
   ADMIN_NOT_FOUND, ADMIN_PREFIX, NOT_FOUND, methodNotAllowed, tableRoutes, type CompiledRoute, type RouteTable, type TableRoute,
 } from './route-table.js';
 import { Router } from './router.js';
-import { sendReply } from './send.js';
+import { breakConnection, sendReply } from './send.js';
 
 /**
  * One step of a request. It returns undefined to go on, DONE once it has answered, or a
@@ -68,6 +70,7 @@ const when = (test: boolean, phase: Phase): Phase | undefined => (test ? phase :
 
 /** The lifecycle: every phase a route may have, in the order they run. */
 export const PHASES: readonly PhaseEntry[] = [
+  { name: 'journal', pick: (r, c) => when(r.group === 'api' && c.admin !== undefined && c.admin.journal > 0, journal) },
   { name: 'deprecation', pick: (r) => when(r.deprecated !== undefined, deprecation) },
   { name: 'cors', pick: (r, c) => when(r.group === 'api' && c.cors.origins.length > 0, r.preflight ? corsOrPreflight : cors) },
   { name: 'authenticate', pick: (r, c) => (r.auth === 'key' ? authenticateKey : r.auth === 'optional' ? authenticateOptional : r.auth === 'admin' && c.admin !== undefined ? authenticateAdmin : undefined) },
@@ -222,6 +225,12 @@ export function baseOf(app: Instance, x: Exchange): string {
 
 // ---- The phases ----
 
+/** A /v1 request is recorded in the journal when answered (send.ts); other paths are not. */
+function journal(app: Instance, x: Exchange): Step {
+  if (app.deps.journal !== undefined && (x.path.startsWith('/v1/') || x.path === '/v1')) x.journal = true;
+  return undefined;
+}
+
 /** Every answer of a deprecated operation carries its headers, errors included. */
 function deprecation(app: Instance, x: Exchange): Step {
   Object.assign(x.headers, deprecationHeaders(app, x.route as TableRoute, baseOf(app, x)));
@@ -312,14 +321,31 @@ function expect(_app: Instance, x: Exchange): Step {
   return undefined;
 }
 
-/** A fault set through /__admin/faults: answered instead, or waited out first. */
+/** A fault set through /__admin/faults: answered instead, waited out first, or a broken connection. */
 function faults(app: Instance, x: Exchange): Step {
   if (app.faults.armed === 0) return undefined;
   const fault = app.faults.take(x.operation as string);
   if (fault === undefined) return undefined;
-  if (fault.status !== undefined) throw faultError(fault);
-  return app.faults.wait(fault.delayMs ?? 0);
+  if (fault.delayMs > 0) return app.faults.wait(fault.delayMs).then(() => faultHit(app, x, fault));
+  return faultHit(app, x, fault);
 }
+
+/**
+ * After the wait: a status fault is the answer; a connection fault on a create (or a
+ * truncated answer, which needs one) lets the request be handled and breaks its answer; a
+ * reset or an empty close of any other operation happens now, before the handler.
+ */
+function faultHit(app: Instance, x: Exchange, fault: FaultHit): Step {
+  if (fault.status !== undefined) throw faultError(fault);
+  if (fault.kind === undefined) return undefined;
+  if (fault.kind === 'truncated' || x.operation === CREATE_OPERATION) {
+    x.end = fault.kind;
+    return undefined;
+  }
+  breakConnection(app, x, fault.kind);
+  return DONE;
+}
+const CREATE_OPERATION = 'createPet';
 
 /** The Idempotency-Key, checked before the body is read: a bad key is refused without waiting for the upload. */
 function idempotency(_app: Instance, x: Exchange): Step {
@@ -357,7 +383,7 @@ const HANDLERS: Readonly<Record<TableRoute['action']['kind'], Phase>> = {
   admin(app, x) {
     const spec = (x.route?.action as { readonly spec: AdminRoute }).spec;
     const control = app.deps.admin as NonNullable<AppDeps['admin']>;
-    const ctx: AdminContext = { body: x.body, params: x.params, now: x.started, control, operations: app.operations };
+    const ctx: AdminContext = { body: x.body, rawQuery: x.rawQuery, params: x.params, now: x.started, control, operations: app.operations };
     return answer(app, x, spec.handler(ctx));
   },
   fixed(app, x) {

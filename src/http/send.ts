@@ -1,5 +1,5 @@
 // The one exit: every response of the service is written here.
-import type { Reply } from '../api/index.js';
+import { JOURNAL_MAX_BODY_BYTES, type ConnectionFault, type Reply } from '../api/index.js';
 import { boundUnreadBody, lingerAfterAnswer } from './drain.js';
 import { loggedAddress } from './client-address.js';
 import type { Exchange, Instance } from './exchange.js';
@@ -9,12 +9,17 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 /** Sends a handler's reply with the headers gathered so far (or ends the connection, as it asks). */
 export function sendReply(app: Instance, x: Exchange, reply: Reply): void {
   if (reply.headers !== undefined) Object.assign(x.headers, reply.headers);
-  if (reply.end !== undefined) endConnection(app, x, reply);
+  if (reply.end !== undefined) endConnection(app, x, reply.end, reply.status, reply.body, reply.contentType);
   else send(app, x, reply.status, reply.body, reply.contentType);
 }
 
 /** The one exit: every response of the service is written here, with writeHead and end once. */
 export function send(app: Instance, x: Exchange, status: number, body: string | Buffer | undefined, contentType = JSON_TYPE): void {
+  // A connection fault (/__admin/faults) caught this request: its answer breaks the connection.
+  if (x.end !== undefined) {
+    endConnection(app, x, x.end, status, body, contentType);
+    return;
+  }
   const headers = x.headers;
   headers['x-request-id'] = x.reqId;
   if (body !== undefined) {
@@ -34,6 +39,7 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
 
 /** Counts and logs an answer, with one more clock reading for its duration. */
 function done(app: Instance, x: Exchange, status: number): void {
+  if (x.journal) record(app, x, status);
   if (x.quiet) return;
   const metrics = app.metrics;
   if (metrics === undefined && !app.accessLog) return;
@@ -136,22 +142,60 @@ export function jsonString(s: string): string {
  * sends the status line, the headers (Content-Length of the whole body) and half the body,
  * then closes. Counted and logged with the reply's status, as answered.
  */
-function endConnection(app: Instance, x: Exchange, reply: Reply): void {
+function endConnection(app: Instance, x: Exchange, end: ConnectionFault, status: number, reply: string | Buffer | undefined, contentType = JSON_TYPE): void {
   const socket = x.req.socket;
-  if (reply.end === 'reset') {
+  if (end === 'reset') {
     socket.resetAndDestroy();
-  } else if (reply.end === 'empty') {
+  } else if (end === 'empty') {
     socket.destroy();
   } else {
-    const body = typeof reply.body === 'string' ? Buffer.from(reply.body) : (reply.body ?? Buffer.alloc(0));
+    const body = typeof reply === 'string' ? Buffer.from(reply) : (reply ?? Buffer.alloc(0));
     const headers = x.headers;
     headers['x-request-id'] = x.reqId;
-    headers['content-type'] = reply.contentType ?? JSON_TYPE;
+    headers['content-type'] = contentType;
     headers['content-length'] = String(body.length);
     headers['cache-control'] = 'no-store';
-    x.res.writeHead(reply.status, headers);
+    x.res.writeHead(status, headers);
     // The headers and half the body go out; then the connection closes with the rest unsent.
     x.res.write(body.subarray(0, body.length >> 1), () => socket.end());
   }
-  done(app, x, reply.status);
+  done(app, x, status);
+}
+
+/**
+ * A reset or an empty close before the request is handled (a connection fault on anything but
+ * a create): nothing is answered, so nothing is counted or logged as an answer; the journal
+ * records it with status 0.
+ */
+export function breakConnection(app: Instance, x: Exchange, end: 'reset' | 'empty'): void {
+  const socket = x.req.socket;
+  if (end === 'reset') socket.resetAndDestroy();
+  else socket.destroy();
+  if (x.journal) record(app, x, 0);
+}
+
+/** The journal entry of an answered /v1 request (only when the journal phase marked it). */
+function record(app: Instance, x: Exchange, status: number): void {
+  const journal = app.deps.journal;
+  if (journal === undefined) return;
+  const clock = app.deps.clock;
+  const req = x.req;
+  let bodyJson: string | undefined;
+  if (x.body !== undefined) {
+    bodyJson = JSON.stringify(x.body);
+    if (bodyJson.length > JOURNAL_MAX_BODY_BYTES / 3 && Buffer.byteLength(bodyJson) > JOURNAL_MAX_BODY_BYTES) bodyJson = undefined;
+  }
+  const key = req.headers['idempotency-key'];
+  journal.record({
+    requestId: x.reqId,
+    at: clock.now(),
+    method: req.method ?? 'GET',
+    path: x.path,
+    rawQuery: x.rawQuery,
+    key: x.keyName ?? null,
+    status,
+    durationMs: Math.round((clock.monotonic() - x.started) * 100) / 100,
+    idempotencyKey: x.idempotencyKey ?? (typeof key === 'string' ? key : null),
+    bodyJson,
+  });
 }

@@ -16,7 +16,11 @@ export interface StartOptions {
   dataFile?: string;
   /** A postgres:// URL: pets live in PostgreSQL (the `postgres` package must be installed). Not with dataFile. */
   store?: string;
-  /** Time source, for deterministic rate limits in tests. */
+  /**
+   * Time source, for deterministic rate limits in tests. A ManualClock given here is the
+   * service's clock itself (admin advances and resets move it); any other Clock is wrapped,
+   * and then `handle.clock` is what moves.
+   */
   clock?: Clock;
   /** false (default for embedding): no logs; a function: called per line; 'stdout': JSON lines. */
   logger?: false | LogFunction | Logger | 'stdout';
@@ -47,6 +51,65 @@ export interface PetstoreHandle {
   seed(pets: ReadonlyArray<NewPet & { id?: number }>): Promise<Pet[]>;
   /** Swap in a new config (object or file path; default: the one started with, re-read). */
   reload(config?: string | PetstoreConfig): Promise<void>;
+  /** The service clock: move it forward to test backoff, bans and day limits without waiting. */
+  readonly clock: HarnessClock;
+  /**
+   * The request journal (recorded only while the config has `admin` with a journal size
+   * above 0), as GET /__admin/requests answers it. A bad filter rejects with a RangeError.
+   */
+  journal(filter?: JournalQuery): Promise<JournalPage>;
+  /** Saves (or replaces) a named snapshot; rejects where snapshots cannot be had, or for a 17th name. */
+  snapshot(name: string): Promise<{ name: string; pets: number }>;
+  /** Puts a named snapshot back exactly as saved; rejects for an unknown name. */
+  restore(name: string): Promise<void>;
+}
+
+/** The service clock as a handle shows it. */
+export interface HarnessClock {
+  /** Wall time in ms since the Unix epoch, the offset included. */
+  now(): number;
+  /** Monotonic time in ms, the offset included. */
+  monotonic(): number;
+  /** How far the clock is ahead of real time, in ms (0 after a reset). */
+  readonly offsetMs: number;
+  /** Moves the clock forward by ms (>= 0); a RangeError for a negative amount, or past a thousand years in total. */
+  advance(ms: number): void;
+}
+
+/** Filters of handle.journal(), as those of GET /__admin/requests. */
+export interface JournalQuery {
+  method?: string;
+  /** Exact path, without the query (for example "/v1/pets"). */
+  path?: string;
+  status?: number;
+  /** An API key's name in the config. */
+  key?: string;
+  /** A requestId: only the entries after it. */
+  since?: string;
+  /** 1..1000, default 100. */
+  limit?: number;
+}
+
+/** One recorded /v1 request. */
+export interface JournalRequest {
+  requestId: string;
+  /** RFC 3339, service clock, when the answer was sent. */
+  time: string;
+  method: string;
+  path: string;
+  query: Record<string, string | string[]>;
+  key: string | null;
+  /** 0 when the connection was broken before any answer (a reset or empty fault). */
+  status: number;
+  durationMs: number;
+  idempotencyKey: string | null;
+  body: unknown;
+}
+
+export interface JournalPage {
+  requests: JournalRequest[];
+  /** Entries evicted since the journal was last cleared. */
+  dropped: number;
 }
 
 export { StartError } from '../core/index.js';

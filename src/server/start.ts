@@ -3,15 +3,18 @@
 // run in one process.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { ADMIN_ROUTES, Faults, ROUTES, openApiRoute, type AdminControl } from '../api/index.js';
+import {
+  ADMIN_ROUTES, Faults, ROUTES, RequestJournal, Snapshots, countSlices, journalEntry, mergeSlices, openApiRoute, parseJournalFilter, snapshotsUnavailable,
+  type AdminControl, type JournalFilter, type JournalSlice, type SnapshotControl,
+} from '../api/index.js';
 import { limitsUrlProblem, loadConfigFile, parseConfig, type Config } from '../config/index.js';
-import { ApiError, StoreGeneration, asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
+import { ApiError, StoreGeneration, asStartError, functionLogger, jsonLogger, safeStdout, serviceClock, silentLogger, type ServiceClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
 import { answerClientError, createApp, orderPipelined, refuseConnect, takeTurns } from '../http/index.js';
-import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
+import { MemoryLimiter, checkConfiguration, type Limiter } from '../limits/index.js';
 import { SCRAPE_MAX_AGE_MS, ServiceMetrics, cachedScrape } from '../metrics/index.js';
-import { ReadCachedStore, hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore, type PostgresStore } from '../store/index.js';
-import { StartError, type PetstoreHandle, type StartOptions } from './contract.js';
+import { ReadCachedStore, canSnapshot, hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore, type PostgresStore } from '../store/index.js';
+import { StartError, type JournalQuery, type PetstoreHandle, type StartOptions } from './contract.js';
 import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js';
 import type { Peers } from './peers.js';
 import { SharedFaults } from './shared-faults.js';
@@ -50,7 +53,9 @@ export async function startWithConfig(
   if (loaded === undefined && config.workers > 1) {
     throw new StartError('config', 'workers is for the command line (node dist/petstore.js --workers N); startPetstore runs one server in this process: run several processes of your own on one store and limits URL instead');
   }
-  const clock = options.clock ?? systemClock;
+  // The one clock of the service: admin advances, handle.clock and an embedder's ManualClock
+  // all move it, and everything that depends on time reads it.
+  const clock: ServiceClock = serviceClock(options.clock);
   const logger = resolveLogger(options.logger, config);
   const dataFile = options.dataFile;
   const routes = [...ROUTES, openApiRoute(ROUTES, __PETSTORE_VERSION__)];
@@ -81,13 +86,18 @@ export async function startWithConfig(
   const generation = options.store !== undefined && limitsUrl !== undefined ? new StoreGeneration() : undefined;
   const faults = peers === undefined ? new Faults() : new SharedFaults(peers);
   if (peers !== undefined && metrics !== undefined) peers.answer('metrics', () => metrics.snapshot());
-  const limiters = await openLimiters(limitsUrl, config, clock, logger, { generation }).catch(async (err: unknown) => {
+  const limiters = await openLimiters(limitsUrl, config, clock, logger, { generation, clockOffsetMs: () => clock.offsetMs }).catch(async (err: unknown) => {
     metrics?.close();
     await opened.close();
     throw err;
   });
   const store: PetStore = generation === undefined ? opened : new ReadCachedStore(opened as PostgresStore, generation);
   const { keyLimiter, addressLimiter } = limiters;
+  // The request journal of this process (its ring grows as entries come, up to its size; it
+  // records only while the config names an admin key and a journal size above 0). Sized at
+  // start; without admin then, at the default, for a reload that turns admin on.
+  const journal = new RequestJournal(config.admin?.journal ?? 1000);
+  const harness = harnessParts({ clock, journal, peers, faults, store, keyLimiter, addressLimiter, postgres: options.store !== undefined });
   /**
    * Empty store, limits and bans cleared, faults cleared: reset() and POST /__admin/reset.
    * The limits go first: in Redis they are the part that can fail, and clearing them harms
@@ -111,6 +121,7 @@ export async function startWithConfig(
       throw new ApiError('service_unavailable', `The reset failed while emptying the store (${messageOf(err)}): the rate limits were cleared, the pets may still be there, faults are unchanged. Retry later.`, { 'retry-after': '5' });
     }
     faults.clear();
+    await harness.resetJournalAndClock();
     await keyLimiter.flush().catch((err: unknown) => {
       throw new ApiError('service_unavailable', `The store, rate limits and faults were reset, but the limits file could not be saved (${messageOf(err)}): a restart now would bring the old limits back. Retry later.`, { 'retry-after': '5' });
     });
@@ -118,6 +129,9 @@ export async function startWithConfig(
   const admin: AdminControl = {
     reset: resetAll, seed: (pets) => store.seed(pets), faults,
     faultsShared: faults instanceof SharedFaults ? () => faults.shared() : undefined,
+    journal: harness.journal,
+    clock: harness.clock,
+    snapshots: harness.snapshots,
   };
   let server: Server | undefined;
   // Reloads run one at a time, each reading the file only after the one before is applied:
@@ -161,7 +175,7 @@ export async function startWithConfig(
         '(set "limitsFile" in the config to keep them in a file, or "limits" to keep them in Redis)');
     }
     const app = createApp({
-      store, clock, logger, keyLimiter, addressLimiter, routes, metrics, admin,
+      store, clock, logger, keyLimiter, addressLimiter, routes, metrics, admin, journal,
       scrape: metrics === undefined ? undefined : cachedScrape(metrics, peers === undefined ? undefined : () => peers.gather('metrics', SCRAPE_MAX_AGE_MS)),
       config: () => config,
       // Read per request, so that a reload that changes the environments moves the links too.
@@ -237,6 +251,27 @@ export async function startWithConfig(
       return closing;
     },
     reset: resetAll,
+    clock,
+    async journal(filter = {}) {
+      const parsed = parseJournalFilter(journalQuery(filter));
+      if (parsed instanceof ApiError) throw new RangeError(parsed.message);
+      const page = await harness.journal.query(parsed);
+      if (page instanceof ApiError) throw new RangeError(page.message);
+      return { requests: page.records.map(journalEntry), dropped: page.dropped };
+    },
+    async snapshot(name) {
+      const s = harness.snapshots;
+      if (typeof s === 'string') throw new Error(s);
+      const saved = await s.save(name);
+      if (saved instanceof ApiError) throw new Error(saved.message);
+      return saved;
+    },
+    async restore(name) {
+      const s = harness.snapshots;
+      if (typeof s === 'string') throw new Error(s);
+      const done = await s.restore(name);
+      if (done instanceof ApiError) throw new Error(done.message);
+    },
     async seed(pets) {
       const stored = await store.seed(pets);
       return stored.map((s) => ({ ...s.pet }));
@@ -248,4 +283,92 @@ export async function startWithConfig(
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** A journal filter given as an object, as the query of GET /__admin/requests would carry it. */
+function journalQuery(filter: JournalQuery): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(filter)) if (value !== undefined) out[name] = String(value);
+  return out;
+}
+
+interface HarnessInput {
+  readonly clock: ServiceClock;
+  readonly journal: RequestJournal;
+  readonly peers: Peers | undefined;
+  readonly faults: Faults;
+  readonly store: PetStore;
+  readonly keyLimiter: Limiter;
+  readonly addressLimiter: Limiter;
+  readonly postgres: boolean;
+}
+
+/**
+ * The harness's journal, clock and snapshots. With --workers, a clock move reaches every
+ * worker before it resolves, a journal query gathers every worker's matching entries, and a
+ * clear empties every worker's ring.
+ */
+function harnessParts(h: HarnessInput): {
+  journal: AdminControl['journal']; clock: AdminControl['clock']; snapshots: SnapshotControl | string; resetJournalAndClock: () => Promise<void>;
+} {
+  const { clock, journal, peers } = h;
+  if (peers !== undefined) {
+    peers.answer('journal-slice', (filter) => journal.slice(filter as JournalFilter));
+    peers.answer('journal-clear', () => {
+      journal.clear();
+      return true;
+    });
+    peers.answer('clock-offset', (offset) => {
+      if (typeof offset === 'number') clock.restoreOffset(offset);
+      return true;
+    });
+  }
+  const slices = async (filter: JournalFilter): Promise<JournalSlice[]> => {
+    const own = journal.slice(filter);
+    if (peers === undefined) return [own];
+    const others = await peers.ask('journal-slice', filter);
+    return [own, ...(others.filter((o) => o !== undefined && o !== null) as JournalSlice[])];
+  };
+  const shareOffset = async (): Promise<void> => {
+    if (peers !== undefined) await peers.ask('clock-offset', clock.offsetMs);
+  };
+  const clearJournal = async (): Promise<void> => {
+    journal.clear();
+    if (peers !== undefined) await peers.ask('journal-clear');
+  };
+  return {
+    journal: {
+      query: async (filter) => mergeSlices(await slices(filter), filter),
+      count: async (filter) => countSlices(await slices(filter), filter),
+      clear: clearJournal,
+    },
+    clock: {
+      now: () => clock.now(),
+      get offsetMs() {
+        return clock.offsetMs;
+      },
+      async advance(ms) {
+        clock.advance(ms);
+        await shareOffset();
+      },
+    },
+    snapshots: snapshotsFor(h),
+    async resetJournalAndClock() {
+      clock.reset();
+      await shareOffset();
+      await clearJournal();
+    },
+  };
+}
+
+/** Snapshots over this process's store and limiters, or why they cannot be had (a 501's message). */
+function snapshotsFor(h: HarnessInput): SnapshotControl | string {
+  if (h.postgres) return snapshotsUnavailable('the pets are in PostgreSQL, whose state is not this process\'s to copy').message;
+  if (h.peers !== undefined) return snapshotsUnavailable('the service runs with --workers, and each worker holds only part of the rate-limit state').message;
+  const { store, keyLimiter, addressLimiter } = h;
+  if (!(keyLimiter instanceof MemoryLimiter) || !(addressLimiter instanceof MemoryLimiter)) {
+    return snapshotsUnavailable('the rate limits are kept in Redis, whose state is not this process\'s to copy').message;
+  }
+  if (!canSnapshot(store)) return snapshotsUnavailable('this store cannot take snapshots').message;
+  return new Snapshots({ store, limiters: [keyLimiter, addressLimiter], faults: h.faults, clock: h.clock });
 }

@@ -280,6 +280,7 @@ describe('every operation', () => {
     assert.deepEqual(Object.keys(r).sort(), ['201', '400', '401', '409', '413', '415', '422', '429', '501', '503', '507']);
     assert.deepEqual(obj(obj(r['201']?.content, 'content')['application/json'], 'json').schema, { $ref: '#/components/schemas/Pet' });
     assert.ok(headerNames(obj(r['201'], '201')).includes('Location'));
+    assert.ok(headerNames(obj(r['201'], '201')).includes('Idempotent-Replayed'), 'a replay says so');
     const key = param(op, 'Idempotency-Key');
     assert.deepEqual({ in: key.in, required: key.required, type: obj(key.schema, 's').type }, { in: 'header', required: false, type: 'string' });
     // The draft asks servers to publish their expiry policy: the description does.
@@ -309,21 +310,28 @@ describe('every operation', () => {
   test('GET /store/orders: in the Store group, 501', () => {
     const op = operation('/store/orders', 'get');
     assert.deepEqual(op.tags, ['Store']);
-    assert.deepEqual(Object.keys(responses(op, 'orders')).sort(), ['401', '429', '501']);
+    assert.deepEqual(Object.keys(responses(op, 'orders')).sort(), ['401', '429', '501', '503']);
     assert.ok(arr(doc.tags, 'tags').some((t) => obj(t, 'tag').name === 'Store'));
   });
 
   test('the document route itself: public, 200 and 429', () => {
     const op = operation('/openapi.json', 'get');
-    assert.deepEqual(Object.keys(responses(op, 'openapi')).sort(), ['200', '429']);
+    assert.deepEqual(Object.keys(responses(op, 'openapi')).sort(), ['200', '429', '503']);
     const ok = obj(obj(obj(responses(op, 'openapi')['200']?.content, 'content')['application/json'], 'json').schema, 'schema');
     assert.deepEqual(ok, { $ref: '#/components/schemas/OpenApiDocument' }, 'typed, not a bare object');
     assert.deepEqual(conforms(ok, doc), [], 'the document conforms to its own schema');
   });
 
+  test('the headers every answer carries, and Retry-After, are required; the others are not', () => {
+    const headers = obj(obj(doc.components, 'components').headers, 'headers');
+    for (const h of [...RATE_HEADERS, 'X-Request-Id', 'Retry-After']) assert.equal(obj(headers[h], h).required, true, `${h} is required`);
+    for (const h of ['Location', 'Idempotent-Replayed', 'Link']) assert.notEqual(obj(headers[h], h).required, true, `${h} is not`);
+  });
+
   test('every response of every operation documents the rate-limit headers; 429 also Retry-After', () => {
     for (const [path, item] of Object.entries(obj(doc.paths, 'paths'))) {
       for (const [method, op] of Object.entries(obj(item, path))) {
+        assert.ok(responses(obj(op, method), `${method} ${path}`)['503'], `${method} ${path} lists 503 (outages and injected faults)`);
         for (const [status, response] of Object.entries(responses(obj(op, method), `${method} ${path}`))) {
           const names = headerNames(response);
           for (const h of RATE_HEADERS) assert.ok(names.includes(h), `${method} ${path} ${status} documents ${h}`);
@@ -454,8 +462,9 @@ describe('what the service answers is what the document says', () => {
     const response = responses(op, `${method} ${path}`)[String(r.status)];
     assert.ok(response, `${method} ${path} answered ${r.status}, which is not documented: ${r.text}`);
     for (const h of headerNames(response)) {
-      // The next link is there only when a next page exists.
+      // The next link is there only when a next page exists; the replay header only on a replay.
       if (h === 'Link' && path === '/pets') continue;
+      if (h === 'Idempotent-Replayed') continue;
       assert.ok(r.headers.get(h) !== null, `${method} ${path} ${r.status}: documented header ${h} is missing`);
     }
     const content = response.content === undefined ? undefined : obj(obj(response.content, 'content')['application/json'], 'json');

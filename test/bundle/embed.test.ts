@@ -16,7 +16,7 @@ const bundle = join(project, 'vendor', 'petstore', 'petstore.js');
 interface Handle { url: string; port: number; close(): Promise<void>; reset(): Promise<void>; seed(p: unknown[]): Promise<Array<{ id: number }>> }
 interface PetstoreModule {
   startPetstore(o: Record<string, unknown>): Promise<Handle>;
-  ManualClock: new () => unknown;
+  ManualClock: new () => { now(): number; offsetMs: number; advance(ms: number): void };
 }
 
 const config = { keys: [{ key: 'embed-key', plan: 'pro', name: 'embedder' }] };
@@ -56,6 +56,47 @@ test('two instances in one process share no state; reset and close', async () =>
     await b.close();
   }
   await assert.rejects(fetch(`${a.url}/pets`));
+});
+
+test('the harness from the handle: one clock with the admin routes (a ManualClock given is it), journal, snapshot and restore', async () => {
+  const mod = (await import(pathToFileURL(bundle).href)) as PetstoreModule;
+  const clock = new mod.ManualClock();
+  const start = clock.now();
+  const h = (await mod.startPetstore({
+    port: 0, clock,
+    config: { plans: { free: { perMinute: 1, perDay: 100 } }, keys: [{ key: 'slow-key', plan: 'free', name: 'slow' }], admin: { key: 'embed-admin-key-0123' } },
+  })) as Handle & {
+    clock: { now(): number; offsetMs: number; advance(ms: number): void };
+    journal(f?: Record<string, unknown>): Promise<{ requests: Array<{ status: number; key: string | null; time: string }>; dropped: number }>;
+    snapshot(name: string): Promise<{ name: string; pets: number }>;
+    restore(name: string): Promise<void>;
+  };
+  try {
+    assert.equal(h.clock, clock, 'the ManualClock given is the service clock');
+    assert.equal((await call(`${h.url}/pets`, { key: 'slow-key' })).status, 200);
+    assert.equal((await call(`${h.url}/pets`, { key: 'slow-key' })).status, 429);
+    h.clock.advance(60_000);
+    assert.equal((await call(`${h.url}/pets`, { key: 'slow-key' })).status, 200, 'refilled by the moved clock');
+    const moved = await call(`${h.url.replace(/\/v1$/, '')}/__admin/clock`, { method: 'POST', key: 'embed-admin-key-0123', headers: { 'content-type': 'application/json' }, body: '{"advanceMs":1000}' });
+    assert.equal((moved.json as { offsetMs: number }).offsetMs, 61_000);
+    assert.equal(clock.offsetMs, 61_000, 'an admin advance moves the embedder\'s clock');
+    const page = await h.journal({ key: 'slow' });
+    assert.deepEqual(page.requests.map((r) => r.status), [200, 429, 200]);
+    assert.equal(page.requests[0]?.time, new Date(start).toISOString());
+    await assert.rejects(h.journal({ limit: 0 }), RangeError);
+    await h.seed([{ name: 'kept', categoryId: 1 }]);
+    assert.deepEqual(await h.snapshot('one'), { name: 'one', pets: 1 });
+    await h.reset();
+    assert.equal(clock.offsetMs, 0, 'reset: back to the start');
+    await h.restore('one');
+    assert.equal(clock.offsetMs, 61_000, 'restore: the offset as saved');
+    assert.equal((await call(`${h.url}/pets`, { key: 'slow-key' })).status, 429, 'restore: the bucket as saved (empty)');
+    h.clock.advance(60_000);
+    assert.equal(((await call(`${h.url}/pets`, { key: 'slow-key' })).json as unknown[]).length, 1);
+    await assert.rejects(h.restore('none'), /No snapshot named "none"/);
+  } finally {
+    await h.close();
+  }
 });
 
 test('start rejects, never hangs, on a bad config or a port in use', async () => {

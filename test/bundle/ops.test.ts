@@ -326,7 +326,7 @@ describe('CORS', () => {
       assert.equal(ok.headers['access-control-allow-origin'], APP);
       assert.match(String(ok.headers.vary), /Origin/);
       const exposed = String(ok.headers['access-control-expose-headers']).split(/,\s*/).map((h) => h.toLowerCase());
-      for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'retry-after', 'link', 'location', 'x-request-id', 'deprecation', 'sunset']) {
+      for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'retry-after', 'link', 'location', 'x-request-id', 'deprecation', 'sunset', 'idempotent-replayed']) {
         assert.ok(exposed.includes(h), `${h} is exposed`);
       }
       assert.equal(ok.headers['access-control-allow-credentials'], undefined, 'bearer keys, not cookies');

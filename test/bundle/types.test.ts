@@ -11,7 +11,7 @@ const LIB = JSON.stringify(join(ROOT, 'dist', 'petstore.js'));
 
 const GOOD = `
 import { startPetstore, StartError, ConfigError, ManualClock } from ${LIB};
-import type { PetstoreConfig, KeyConfig, StartOptions, PetstoreHandle, StartErrorKind } from ${LIB};
+import type { PetstoreConfig, KeyConfig, StartOptions, PetstoreHandle, StartErrorKind, JournalPage, JournalRequest, HarnessClock } from ${LIB};
 const keys: KeyConfig[] = [
   { key: 'k1', plan: 'free', name: 'demo' },
   { sha256: '544b6db1a6d3ca2f8ef0ce81a9a12c26c24033cda74a69696246c8078f1b158c', plan: 'pro' },
@@ -27,6 +27,14 @@ export async function run(): Promise<string> {
   try {
     const handle: PetstoreHandle = await startPetstore(options);
     await handle.reload({ keys: [{ key: 'k3', plan: 'free' }] });
+    const clock: HarnessClock = handle.clock;
+    clock.advance(60_000);
+    const offset: number = clock.offsetMs + clock.now();
+    const page: JournalPage = await handle.journal({ method: 'GET', path: '/v1/pets', status: 200, key: 'demo', limit: 10 });
+    const first: JournalRequest | undefined = page.requests[0];
+    const saved: { name: string; pets: number } = await handle.snapshot('base');
+    await handle.restore(saved.name);
+    void [offset, first?.requestId, first?.status];
     await handle.close();
     return handle.url;
   } catch (err) {
@@ -43,6 +51,9 @@ const BAD: Record<string, string> = {
   'log level': `startPetstore({ config: { logLevel: 'verbose' } });`,
   'limits type': `startPetstore({ config: { plans: { free: { perMinute: '60', perDay: 1000 } } } });`,
   'reload misspelt': `startPetstore().then((h) => h.reload({ ban: { after: 1, secs: 2 } }));`,
+  'journal filter type': `startPetstore().then((h) => h.journal({ status: '200' }));`,
+  'journal filter misspelt': `startPetstore().then((h) => h.journal({ methd: 'GET' }));`,
+  'snapshot name type': `startPetstore().then((h) => h.snapshot(1));`,
 };
 
 test('typed options compile against dist/petstore.d.ts; misspelt or mistyped config fields do not', { timeout: 120_000 }, () => {

@@ -21,7 +21,12 @@ const ADMIN_KEY = 'admin-key-0123456789abcdef0123';
 
 function depsFor(config: () => Config, routes: readonly RouteSpec[] = ROUTES, store: LocalPetStore = openMemoryStore()): AppDeps {
   const clock = new ManualClock();
-  const admin: AdminControl = { reset: () => store.reset(), seed: (pets) => store.seed(pets), faults: new Faults() };
+  const admin: AdminControl = {
+    reset: () => store.reset(), seed: (pets) => store.seed(pets), faults: new Faults(),
+    journal: { query: () => Promise.resolve({ records: [], dropped: 0 }), count: () => Promise.resolve(0), clear: () => Promise.resolve() },
+    clock: { now: () => clock.now(), offsetMs: 0, advance: (ms) => Promise.resolve(clock.advance(ms)) },
+    snapshots: 'not in this test',
+  };
   return {
     store, clock, logger: silentLogger, admin,
     keyLimiter: new MemoryLimiter({ clock, ban: config().ban }),
@@ -77,13 +82,18 @@ test('each route gets only the phases its declaration and the config call for', 
   assert.equal(off['(other) /healthz'], 'handler');
 
   const on = names(full);
-  assert.equal(on['GET /v1/pets'], 'cors authenticate charge deny expect faults handler');
-  assert.equal(on['POST /v1/pets'], 'cors authenticate charge deny expect faults idempotency body handler');
-  assert.equal(on['(other) /v1/pets'], 'cors authenticate charge deny expect handler');
+  assert.equal(on['GET /v1/pets'], 'journal cors authenticate charge deny expect faults handler');
+  assert.equal(on['POST /v1/pets'], 'journal cors authenticate charge deny expect faults idempotency body handler');
+  assert.equal(on['(other) /v1/pets'], 'journal cors authenticate charge deny expect handler');
+  assert.equal(on['* (any other path)'], 'journal cors authenticate charge deny expect handler');
   assert.equal(on['GET /healthz'], 'handler');
   assert.equal(on['POST /__admin/reset'], 'authenticate charge deny handler');
   assert.equal(on['POST /__admin/seed'], 'authenticate charge deny body handler');
   assert.equal(on['* /__admin/(any other)'], 'authenticate charge deny handler');
+  assert.equal(on['GET /__admin/requests'], 'authenticate charge deny handler', 'admin requests are not recorded');
+
+  const noJournal = names(parseConfig(testConfig({ admin: { key: ADMIN_KEY, journal: 0 } }), 'test', '/srv'));
+  assert.equal(noJournal['GET /v1/pets'], 'authenticate charge deny expect faults handler', 'journal 0: no journal phase');
 });
 
 test('the Authorization header is resolved once per connection and config generation', () => {
