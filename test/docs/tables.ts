@@ -1,7 +1,8 @@
 // The reference tables of docs/ that the code also holds, generated from the code's own
 // tables: config fields (src/config/fields.ts), command-line options and environment
-// variables (src/cli/flags.ts), routes (src/api/routes.ts, admin-routes.ts), error codes (src/core/errors.ts) and metrics families (a
-// snapshot of src/metrics' registry). A page holds each between markers:
+// variables (src/cli/flags.ts), routes (src/api/routes.ts, admin-routes.ts), the phases of
+// each route (phaseTable of src/http/lifecycle.ts), error codes (src/core/errors.ts) and
+// metrics families (a snapshot of src/metrics' registry). A page holds each between markers:
 //
 //   <!-- generated:config-fields -->
 //   ...the table...
@@ -15,7 +16,15 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ADMIN_ROUTES, ROUTES, openApiRoute } from '../../src/api/index.js';
 import { CLI_OPTIONS } from '../../src/cli/flags.js';
 import { CONFIG_FIELDS, type ConfigField } from '../../src/config/fields.js';
+import { ManualClock } from '../../src/core/clock.js';
 import { ERROR_CODES } from '../../src/core/errors.js';
+import { silentLogger } from '../../src/core/log.js';
+import type { AppDeps } from '../../src/http/exchange.js';
+import { phaseTable } from '../../src/http/lifecycle.js';
+import { Faults } from '../../src/api/index.js';
+import { parseConfig, type Config } from '../../src/config/index.js';
+import { MemoryLimiter } from '../../src/limits/index.js';
+import { openMemoryStore } from '../../src/store/index.js';
 import { ServiceMetrics, type Family } from '../../src/metrics/index.js';
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -101,8 +110,39 @@ function metricsFamilies(): string {
 function routes(): string {
   const access = { key: 'API key', optional: 'optional key', none: 'none' } as const;
   const rows = [...ROUTES, openApiRoute(ROUTES, '0.0.0')].map((r) => [r.method, `\`/v1${r.path}\``, `\`${r.operationId}\``, access[r.auth], r.summary ?? '']);
-  for (const r of ADMIN_ROUTES) rows.push([r.method, `\`/__admin${r.path}\``, `\`${r.operationId}\``, 'admin key', 'test harnesses: see docs/operating.md']);
+  for (const r of ADMIN_ROUTES) rows.push([r.method, `\`/__admin${r.path}\``, `\`${r.operationId}\``, 'admin key', 'for test harnesses: see [operating](operating.md#admin-endpoints-for-test-harnesses)']);
   return table(['method', 'path', 'operationId', 'access', 'summary'], rows);
+}
+
+/**
+ * The phases each route gets (src/http/lifecycle.ts, phaseTable), with every feature off and
+ * with CORS, metrics and an admin key on: the app builds its routes from the same function.
+ */
+function phases(): string {
+  const key = { key: 'docs-table-key-0123456789abcdef', plan: 'free', name: 'docs' };
+  const plain = parseConfig({ keys: [key] }, 'docs', '/');
+  const full = parseConfig({ keys: [key], metrics: true, cors: { origins: ['*'] }, admin: { key: 'docs-admin-key-0123456789abcdef' } }, 'docs', '/');
+  const store = openMemoryStore();
+  const clock = new ManualClock();
+  const routes = [...ROUTES, openApiRoute(ROUTES, '0.0.0')];
+  const list = (config: Config, metrics: ServiceMetrics | undefined): Map<string, string> => {
+    const deps: AppDeps = {
+      store, clock, logger: silentLogger, config: () => config, publicBase: undefined, routes, metrics,
+      keyLimiter: new MemoryLimiter({ clock, ban: config.ban }),
+      addressLimiter: new MemoryLimiter({ clock, ban: config.ban }),
+      admin: { reset: () => store.reset(), seed: (pets) => store.seed(pets), faults: new Faults() },
+    };
+    const name = (method: string, path: string): string =>
+      method === '(other)' ? `another method on \`${path}\` (405)` : path === '(any other path)' ? 'a path in no route (404)' : method === '*' ? `\`${path}\` in no admin route (404)` : `${method} \`${path}\``;
+    return new Map(phaseTable(deps, config).map((r) => [name(r.method, r.path), r.phases.join(', ')]));
+  };
+  const off = list(plain, undefined);
+  const metrics = new ServiceMetrics({ operations: routes.map((r) => r.operationId), version: '0.0.0' });
+  const on = list(full, metrics);
+  metrics.close();
+  const order = (route: string): number => (route.startsWith('another') ? 1 : route.endsWith('(404)') ? 2 : 0);
+  const rows = [...new Set([...off.keys(), ...on.keys()])].sort((a, b) => order(a) - order(b)).map((route) => [route, off.get(route) ?? '(no route)', on.get(route) ?? '(no route)']);
+  return table(['route', 'default config', 'CORS, metrics and an admin key on'], rows);
 }
 
 /** Each generated table by the name its markers carry. */
@@ -112,6 +152,7 @@ export const TABLES: Readonly<Record<string, () => string>> = {
   'error-codes': errorCodes,
   'metrics-families': metricsFamilies,
   routes,
+  phases,
 };
 
 const BLOCK = /(<!-- generated:([a-z-]+) -->\n)([\s\S]*?)(<!-- \/generated -->)/g;
