@@ -218,7 +218,7 @@ describe('start errors and the command line', { skip }, () => {
   it('a bad --limits or PETSTORE_LIMITS is a usage error (exit 2) that says why', async () => {
     const encoded = await runBundle(['--memory', '--limits', 'redis://:50%zz@127.0.0.1:6379/0']);
     assert.equal(encoded.code, 2);
-    assert.match(encoded.stderr, /petstore: --limits has a bad percent-encoding in its user name or password/);
+    assert.match(encoded.stderr, /petstore: --limits: the password in the URL has a bad percent-encoding/);
     assert.equal(encoded.stderr.includes('URI malformed'), false);
     const flag = await runBundle(['--memory', '--limits', 'http://127.0.0.1:6379']);
     assert.equal(flag.code, 2);
