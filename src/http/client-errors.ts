@@ -3,16 +3,12 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { errorBody } from '../core/index.js';
-import { onCloseAfterAnswer } from './node-internals.js';
 
 /**
  * Requests node:http cannot parse never reach the app; answer them with an Error body too
  * (RFC 9112 section 9.6: close after a framing error, since the stream cannot be trusted).
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
-  // node reports the error again when the client then half-closes (its parser cannot finish):
-  // one answer per connection.
-  if (answered.has(socket)) return;
   if (!socket.writable || (err.code === 'ECONNRESET')) {
     socket.destroy();
     return;
@@ -25,28 +21,21 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): v
   // short): then it is answered here and now.
   const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
   if (inFlight && inFlight.req.complete) {
-    // A client that half-closed has node close the connection after its last answer (from
-    // within that answer's 'finish', before the listener below): the 400 goes out first.
-    onCloseAfterAnswer(socket, function answerThenClose(this: Socket): void {
-      answered.add(this);
-      endWith(this, ...clientErrorAnswer(err));
-    });
     inFlight.once('finish', () => answerClientError(err, socket));
     return;
   }
-  answered.add(socket);
-  endWith(socket, ...clientErrorAnswer(err));
-}
-
-/** Connections whose parse error has been answered. */
-const answered = new WeakSet<Socket>();
-
-/** The status and Error body for a request node's parser rejected. */
-function clientErrorAnswer(err: NodeJS.ErrnoException): [number, string] {
-  if (err.code === 'HPE_HEADER_OVERFLOW') return [431, errorBody('request_header_fields_too_large', 'The request headers are larger than 16 KiB.')];
-  if (err.code === 'HPE_INVALID_EOF_STATE') return [400, errorBody('invalid_request', 'The connection ended before the request body was complete.')];
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, errorBody('request_timeout', 'The request did not arrive in time.')];
-  return [400, errorBody('invalid_request', 'The request is not valid HTTP/1.1.')];
+  let status = 400;
+  let body = errorBody('invalid_request', 'The request is not valid HTTP/1.1.');
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431;
+    body = errorBody('request_header_fields_too_large', 'The request headers are larger than 16 KiB.');
+  } else if (err.code === 'HPE_INVALID_EOF_STATE') {
+    body = errorBody('invalid_request', 'The connection ended before the request body was complete.');
+  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    status = 408;
+    body = errorBody('request_timeout', 'The request did not arrive in time.');
+  }
+  endWith(socket, status, body);
 }
 
 /** Writes a whole response on a socket node:http has handed over, and closes it. */

@@ -12,14 +12,9 @@
 //   _paused is set), so holding pipelined requests needs the flag.
 // - socket.parser.resume(): the parser of the connection, paused by node with the socket;
 //   reading again (after held requests have run) must resume both, as socketOnDrain does.
-// - server.httpAllowHalfOpen (lib/_http_server.js, default false): when a client half-closes
-//   (sends its requests, then FIN), node drops every request of the connection not yet
-//   answered and ends the socket. Set, the requests already sent are answered, in order, and
-//   the connection is closed after the last answer.
 // - socket.destroySoon(): what node calls to close a `Connection: close` answer's socket
 //   (resOnFinish). Replaced on that one socket to linger (see drain.ts): no public hook runs
 //   between the answer's last byte and the close.
-import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 
 interface HttpSocket extends Socket {
@@ -50,9 +45,4 @@ export function releaseReading(socket: Socket): void {
 /** Replaces what node does to close this socket after a `Connection: close` answer. */
 export function onCloseAfterAnswer(socket: Socket, close: (this: Socket) => void): void {
   socket.destroySoon = close;
-}
-
-/** Requests a client sent before it half-closed the connection are answered, then it is closed. */
-export function answerAfterHalfClose(server: Server): void {
-  (server as Server & { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
 }

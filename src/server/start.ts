@@ -7,7 +7,7 @@ import { ADMIN_ROUTES, Faults, ROUTES, openApiRoute, type AdminControl } from '.
 import { limitsUrlProblem, loadConfigFile, parseConfig, type Config } from '../config/index.js';
 import { ApiError, StoreGeneration, asStartError, functionLogger, jsonLogger, safeStdout, silentLogger, systemClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
-import { answerAfterHalfClose, answerClientError, createApp, orderPipelined, refuseConnect, takeTurns } from '../http/index.js';
+import { answerClientError, createApp, orderPipelined, refuseConnect, takeTurns } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration } from '../limits/index.js';
 import { SCRAPE_MAX_AGE_MS, ServiceMetrics, cachedScrape } from '../metrics/index.js';
 import { ReadCachedStore, hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore, type PostgresStore } from '../store/index.js';
@@ -201,8 +201,6 @@ export async function startWithConfig(
     // parser still frames the request by them: a Transfer-Encoding, Expect or second Host
     // behind 2000 fillers would go unchecked. The 16 KiB header size bounds the count.
     server.maxHeadersCount = 0;
-    // A client may half-close once it has sent its requests: they are answered all the same.
-    answerAfterHalfClose(server);
     server.on('connect', refuseConnect);
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
     // A worker of --workers N catches up with the config here, its backends open and no

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, Socket, type AddressInfo } from 'node:net';
-import { answerAfterHalfClose, holdReading, onCloseAfterAnswer, readingHeld, releaseReading } from '../../src/http/node-internals.js';
+import { holdReading, onCloseAfterAnswer, readingHeld, releaseReading } from '../../src/http/node-internals.js';
 
 /** Serves one raw request and hands `inspect` the server side of it. */
 async function withRequest(text: string, inspect: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): Promise<string> {
@@ -69,29 +69,4 @@ test(`node ${process.version}: a Connection: close answer closes its socket thro
   });
   assert.match(answer, /^HTTP\/1\.1 200 OK/);
   assert.equal(called, 1, 'node:http no longer closes a Connection: close answer with socket.destroySoon()');
-});
-
-test(`node ${process.version}: server.httpAllowHalfOpen makes node answer what a client sent before it half-closed`, async () => {
-  for (const allow of [false, true]) {
-    const server = createServer((_req, res) => setTimeout(() => res.end('late'), 100));
-    assert.equal((server as unknown as { httpAllowHalfOpen?: unknown }).httpAllowHalfOpen, false, 'node:http has no httpAllowHalfOpen (default false) any more');
-    if (allow) answerAfterHalfClose(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const answer = await new Promise<string>((resolve, reject) => {
-        const c = connect((server.address() as AddressInfo).port, '127.0.0.1');
-        let got = '';
-        c.setEncoding('latin1');
-        c.on('data', (d: string) => (got += d));
-        c.on('close', () => resolve(got));
-        c.on('error', reject);
-        c.end('GET / HTTP/1.1\r\nHost: x\r\n\r\n'); // the request, then FIN at once
-      });
-      if (allow) assert.match(answer, /^HTTP\/1\.1 200 OK[\s\S]*late$/, 'answered after the half-close, then closed');
-      else assert.equal(answer, '', 'without it node drops the request (what makes the flag needed)');
-    } finally {
-      server.closeAllConnections();
-      server.close();
-    }
-  }
 });
