@@ -3,7 +3,7 @@
 // sees its answer instead of a connection reset.
 import type { Socket } from 'node:net';
 import type { Exchange } from './exchange.js';
-import { onCloseAfterAnswer } from './node-internals.js';
+import { holdReading, onCloseAfterAnswer } from './node-internals.js';
 
 // After a 413 the rest of the upload is read and thrown away up to this many bytes, so the
 // client sees the status instead of a connection reset; past it the connection is dropped.
@@ -31,9 +31,23 @@ export function boundUnreadBody(x: Exchange): void {
   let drained = 0;
   req.on('data', (chunk: Buffer) => {
     drained += chunk.length;
-    if (drained > DRAIN_CAP_BYTES) socket.destroy();
+    if (drained > DRAIN_CAP_BYTES && drained - chunk.length <= DRAIN_CAP_BYTES) stopAndClose(socket);
   });
   req.resume();
+}
+
+/**
+ * Past the cap: nothing more is read (the client's sends stop at its TCP window, costing us
+ * nothing), the connection is half-closed, and it is destroyed LINGER_MS later. Destroyed at
+ * once, the unread input would make the close a reset, and a client busy writing would see
+ * EPIPE or ECONNRESET before it had read the answer already sent.
+ */
+function stopAndClose(socket: Socket): void {
+  holdReading(socket);
+  if (socket.writable) socket.end();
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
 }
 
 /**
@@ -75,7 +89,10 @@ export function discardThen(x: Exchange, respond: () => void): void {
  * turns that close into a reset, which can reach the client before it has read its answer (it
  * then sees ECONNRESET instead of the 401 or 413). So for this one socket the close lingers:
  * FIN first, then what still arrives is read and dropped until the client closes its side, for
- * at most LINGER_MS and DRAIN_CAP_BYTES, and only then is the socket destroyed.
+ * at most LINGER_MS, and only then is the socket destroyed. Past DRAIN_CAP_BYTES nothing more
+ * is read (the client is held by its TCP window) but the LINGER_MS still run: on a fast link
+ * the cap is reached within milliseconds, and a reset then would reach a client still busy
+ * sending before it had read its answer.
  */
 export function lingerAfterAnswer(socket: Socket): void {
   onCloseAfterAnswer(socket, function lingeringClose(this: Socket): void {
@@ -84,7 +101,10 @@ export function lingerAfterAnswer(socket: Socket): void {
     const timer = setTimeout(() => this.destroy(), LINGER_MS);
     // node's parser may read the socket natively (no 'data' events): watch the byte count.
     const watch = setInterval(() => {
-      if (this.bytesRead - start > DRAIN_CAP_BYTES) this.destroy();
+      if (this.bytesRead - start > DRAIN_CAP_BYTES) {
+        clearInterval(watch);
+        holdReading(this);
+      }
     }, 50);
     timer.unref();
     watch.unref();

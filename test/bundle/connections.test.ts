@@ -197,6 +197,58 @@ describe('connections', { concurrency: true }, () => {
     });
   }
 
+  // A client busy sending reads its answer late: the close must not become a reset before it
+  // has (past the 8 MiB a server drops, reached within milliseconds here, it stops reading
+  // and lets the client's TCP window hold it; the close comes seconds later).
+  const busy = [
+    { name: 'an announced body of 100 GB, 404', head: `POST /v1/nothing HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n${huge}\r\n`, chunked: false, status: 404 },
+    { name: 'an endless chunked body, 401', head: 'GET /v1/pets HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n', chunked: true, status: 401 },
+  ];
+  for (const c of busy) {
+    test(`an early answer read 300 ms late by a client still sending (${c.name}): the answer is there, then a close`, async () => {
+      await withServer(async (srv) => {
+        for (let i = 0; i < 3; i++) {
+          const got = await new Promise<{ text: string; sent: number }>((resolve) => {
+            const socket = net.connect(portOf(srv.url), '127.0.0.1');
+            const piece = Buffer.alloc(64 * 1024, 'a');
+            const frame = c.chunked ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]) : piece;
+            let text = '';
+            let sent = 0;
+            let done = false;
+            const finish = (): void => {
+              if (done) return;
+              done = true;
+              clearTimeout(timer);
+              socket.destroy();
+              resolve({ text, sent });
+            };
+            const timer = setTimeout(finish, 8000);
+            socket.on('data', (d: Buffer) => { text += d.toString('latin1'); });
+            socket.on('error', finish); // EPIPE or ECONNRESET: whatever was read by then is all there is
+            socket.on('close', finish);
+            socket.once('connect', () => {
+              socket.pause(); // busy: nothing read for 300 ms
+              socket.write(c.head);
+              const pump = (): void => {
+                while (!socket.destroyed) {
+                  sent += frame.length;
+                  if (!socket.write(frame)) {
+                    socket.once('drain', pump);
+                    return;
+                  }
+                }
+              };
+              pump();
+              setTimeout(() => socket.resume(), 300);
+            });
+          });
+          assert.match(got.text, new RegExp(`^HTTP/1\\.1 ${c.status} `), `round ${i}: no answer read (${(got.sent / 2 ** 20).toFixed(0)} MiB sent)`);
+        }
+        assert.ok(isAlive(srv.proc.pid ?? 0));
+      });
+    });
+  }
+
   test('an early answer to an endless chunked body: discarded up to 8 MiB, then the connection is closed', async () => {
     await withServer(async (srv) => {
       const r = await streamBody(portOf(srv.url), 'GET /v1/pets HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n', true, 8000);

@@ -16,7 +16,7 @@
 //   writing for good (503 to creates, an error logged): that process now owns the file.
 // - Guarantees hold on a local file system (one kernel sees every mtime and rename), not on
 //   NFS or other shared network file systems.
-import { closeSync, fstatSync, futimesSync, linkSync, openSync, readdirSync, realpathSync, renameSync, statSync, unlinkSync, writeSync, fsyncSync, constants } from 'node:fs';
+import { closeSync, fstatSync, futimesSync, linkSync, openSync, readSync, readdirSync, realpathSync, renameSync, statSync, unlinkSync, writeSync, fsyncSync, constants } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
@@ -253,39 +253,89 @@ export async function acquireLock(lockPath: string, opts: LockOptions): Promise<
       removeLeftovers(lockPath, opts.logger);
       return lock;
     }
-    const st = statIfPresent(lockPath);
-    if (st === undefined) {
+    // The lock found, kept open while it is judged and taken over: its inode number cannot
+    // be given to a new lock meanwhile, so "the same file" below means the same lock, and
+    // the holder judged is the one written in that very file.
+    const seen = examine(lockPath);
+    if (seen === undefined) {
       changes++;
       continue;
     }
-    for (const held of heldHere.values()) {
-      if (held.holds(st)) throw new LockHeldError(`process ${process.pid} (this process)`);
-    }
-    const seen = readHolder(lockPath);
-    let verdict = judgeLock({ holder: seen, mtimeMs: Number(st.mtimeNs / 1_000_000n) }, self, clock.now(), staleMs, isProcessAlive);
-    if (verdict.kind === 'held') throw new LockHeldError(describeHolder(seen));
-    if (verdict.kind === 'watch') {
-      if (watched !== undefined && (!sameFile(watched.id, st) || watched.mtimeNs !== st.mtimeNs)) {
-        throw new LockHeldError(describeHolder(seen));
+    try {
+      const st = seen.st;
+      for (const held of heldHere.values()) {
+        if (held.holds(st)) throw new LockHeldError(`process ${process.pid} (this process)`);
       }
-      watched ??= { id: st, mtimeNs: st.mtimeNs, since: clock.monotonic() };
-      const waited = clock.monotonic() - watched.since;
-      if (waited < staleMs) {
-        await new Promise((done) => setTimeout(done, Math.min(staleMs - waited, staleMs / 20) + 1));
-        continue;
+      let verdict = judgeLock({ holder: seen.holder, mtimeMs: Number(st.mtimeNs / 1_000_000n) }, self, clock.now(), staleMs, isProcessAlive);
+      if (verdict.kind === 'held') throw new LockHeldError(describeHolder(seen.holder));
+      if (verdict.kind === 'watch') {
+        if (watched !== undefined && (!sameFile(watched.id, st) || watched.mtimeNs !== st.mtimeNs)) {
+          throw new LockHeldError(describeHolder(seen.holder));
+        }
+        watched ??= { id: st, mtimeNs: st.mtimeNs, since: clock.monotonic() };
+        const waited = clock.monotonic() - watched.since;
+        if (waited < staleMs) {
+          await new Promise((done) => setTimeout(done, Math.min(staleMs - waited, staleMs / 20) + 1));
+          continue;
+        }
+        verdict = { kind: 'free', reason: `not refreshed for ${Math.round(waited)} ms` };
       }
-      verdict = { kind: 'free', reason: `not refreshed for ${Math.round(waited)} ms` };
+      const outcome = takeOver(lockPath, st, staleMs);
+      if (outcome === 'busy') throw new LockHeldError('another process taking it over');
+      if (outcome === 'removed') {
+        opts.logger.log('warn', 'taking over a stale data file lock', {
+          lock: lockPath,
+          stalePid: seen.holder?.pid ?? 'unknown',
+          reason: verdict.reason,
+        });
+      }
+    } finally {
+      if (seen.fd !== undefined) closeQuietly(seen.fd);
     }
-    opts.logger.log('warn', 'taking over a stale data file lock', {
-      lock: lockPath,
-      stalePid: seen?.pid ?? 'unknown',
-      reason: verdict.reason,
-    });
-    removeStale(lockPath, st);
     watched = undefined;
     changes++;
   }
   throw new Error(`could not take the lock ${lockPath}: it keeps changing`);
+}
+
+/** The file at the lock path, open (when it can be opened), with the holder written in it. */
+interface Examined {
+  readonly fd: number | undefined;
+  readonly st: BigIntStats;
+  readonly holder: Holder | undefined;
+}
+
+/** The lock at `path` as it is now; undefined if there is none. */
+function examine(path: string): Examined | undefined {
+  let fd: number;
+  try {
+    // O_NONBLOCK: a FIFO put in its place opens at once (and is judged by its mtime alone).
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (err) {
+    const code = errorCode(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    // Unreadable (EACCES...): judged by its stat and heartbeat alone.
+    const st = statIfPresent(path);
+    return st === undefined ? undefined : { fd: undefined, st, holder: undefined };
+  }
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    return { fd, st, holder: st.isFile() ? holderIn(fd, st.size) : undefined };
+  } catch (err) {
+    closeQuietly(fd);
+    throw err;
+  }
+}
+
+function holderIn(fd: number, size: bigint): Holder | undefined {
+  if (size > 64n * 1024n) return undefined;
+  try {
+    const buf = Buffer.alloc(Number(size));
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return parseHolder(buf.subarray(0, n).toString('utf8'));
+  } catch {
+    return undefined; // unreadable: judged by its heartbeat
+  }
 }
 
 /** Creates the lock file; undefined if the name is taken. Needs an inode, not a data block. */
@@ -316,41 +366,113 @@ function createLockFile(path: string, holder: Holder): { fd: number; id: Identit
 }
 
 /**
- * Removes the stale lock examined as `examined`: renamed aside first, and put back if what
- * was moved is not that lock as it was (another process replaced it, or its holder
- * refreshed it after all, between our look and our rename).
+ * Removes the stale lock examined as `examined` (kept open by the caller), one takeover at a
+ * time: under `<lock>.takeover`, made with O_EXCL. Without it, two starts that judged the same
+ * stale lock could each rename "it" aside, the second moving the lock the first had just
+ * made; and a lock released and made again by a live run between a look and a rename would
+ * be moved. Under it, the lock is renamed aside only if the path still holds the very file
+ * judged, unchanged; only its holder, gone or silent for the stale time, could still touch
+ * it, and if it refreshed it after all in that instant it is put back.
+ * 'removed': done; 'changed': the path holds something else now (judge again); 'busy':
+ * another takeover is under way.
  */
-function removeStale(lockPath: string, examined: BigIntStats): void {
-  const aside = `${lockPath}.stale-${process.pid}-${randomUUID()}`;
+function takeOver(lockPath: string, examined: BigIntStats, staleMs: number): 'removed' | 'changed' | 'busy' {
+  const guard = `${lockPath}.takeover`;
+  let fd: number;
   try {
-    renameSync(lockPath, aside);
+    fd = openSync(guard, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
   } catch (err) {
-    if (errorCode(err) === 'ENOENT') return; // someone else removed it first
-    throw err;
+    if (errorCode(err) !== 'EEXIST') throw err;
+    return clearDeadGuard(guard, staleMs) ? 'changed' : 'busy';
   }
-  const moved = statSync(aside, { bigint: true });
-  if (!sameFile(moved, examined) || moved.mtimeNs !== examined.mtimeNs) {
+  try {
     try {
-      linkSync(aside, lockPath);
+      writeSync(fd, formatHolder({ ...thisProcess(), token: randomUUID() }));
+    } catch {
+      // a full disk: the guard is judged by its age alone
+    }
+    const now = statIfPresent(lockPath);
+    if (now === undefined || !sameFile(now, examined) || now.mtimeNs !== examined.mtimeNs) return 'changed';
+    const aside = `${lockPath}.stale-${process.pid}-${randomUUID()}`;
+    try {
+      renameSync(lockPath, aside);
     } catch (err) {
-      // Taken meanwhile (EEXIST): the new holder's. Anything else: leave the aside file, a
-      // live holder puts its lock back and the next start removes the leftover.
-      if (errorCode(err) !== 'EEXIST') throw err;
+      if (errorCode(err) === 'ENOENT') return 'changed'; // its holder removed it
+      throw err;
+    }
+    const moved = statSync(aside, { bigint: true });
+    const same = sameFile(moved, examined) && moved.mtimeNs === examined.mtimeNs;
+    if (!same) {
+      try {
+        linkSync(aside, lockPath);
+      } catch (err) {
+        // Taken meanwhile (EEXIST): that lock stands, and the holder we moved sees it is no
+        // longer its own before it writes again.
+        if (errorCode(err) !== 'EEXIST') throw err;
+      }
+    }
+    unlinkSync(aside);
+    return same ? 'removed' : 'changed';
+  } finally {
+    closeQuietly(fd);
+    try {
+      unlinkSync(guard);
+    } catch {
+      // removed as the leftover of a dead run: nothing to do
     }
   }
-  unlinkSync(aside);
+}
+
+/**
+ * A takeover guard that is there: removed (true) if the run that made it is gone (its pid,
+ * where it can be checked) or not touched for the stale time (a takeover lasts a few system
+ * calls); else false, it is in use.
+ */
+function clearDeadGuard(guard: string, staleMs: number): boolean {
+  const seen = examine(guard);
+  if (seen === undefined) return true;
+  try {
+    const verdict = judgeLock({ holder: seen.holder, mtimeMs: Number(seen.st.mtimeNs / 1_000_000n) }, thisProcess(), Date.now(), staleMs, isProcessAlive);
+    if (verdict.kind !== 'free') return false;
+    const now = statIfPresent(guard);
+    if (now !== undefined && sameFile(now, seen.st)) unlinkSync(guard);
+    return true;
+  } catch (err) {
+    if (errorCode(err) === 'ENOENT') return true;
+    throw err;
+  } finally {
+    if (seen.fd !== undefined) closeQuietly(seen.fd);
+  }
 }
 
 /**
  * Once the lock is ours: removes what earlier runs may have left beside it (a start that
- * died between its rename aside and its unlink; older versions' `.tmp` files).
+ * died between its rename aside and its unlink; older versions' `.tmp` files). A file set
+ * aside is only removed while no takeover is under way (the guard taken): another run's
+ * takeover may be about to put back what it set aside.
  */
 function removeLeftovers(lockPath: string, logger: Logger): void {
   const name = basename(lockPath);
   const dir = dirname(lockPath);
+  const guard = `${lockPath}.takeover`;
   try {
-    for (const entry of readdirSync(dir)) {
-      if (entry.startsWith(`${name}.`) && (entry.includes('.stale-') || entry.endsWith('.tmp'))) unlinkSync(join(dir, entry));
+    const entries = readdirSync(dir).filter((e) => e.startsWith(`${name}.`) && (e.includes('.stale-') || e.endsWith('.tmp')));
+    if (entries.length === 0) return;
+    let fd: number | undefined;
+    try {
+      fd = openSync(guard, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
+    } catch (err) {
+      if (errorCode(err) !== 'EEXIST') throw err;
+    }
+    try {
+      for (const entry of entries) {
+        if (entry.endsWith('.tmp') || fd !== undefined) unlinkSync(join(dir, entry));
+      }
+    } finally {
+      if (fd !== undefined) {
+        closeQuietly(fd);
+        unlinkSync(guard);
+      }
     }
   } catch (err) {
     logger.log('warn', 'could not remove leftover lock files', { lock: lockPath, error: describeError(err) });
