@@ -21,7 +21,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RequestListener } from './exchange.js';
-import { holdReading, releaseReading } from './node-internals.js';
+import { cheapAbortOnClose, holdReading, releaseReading } from './node-internals.js';
 
 /** Requests of one connection handled per turn of the event loop. */
 export const PER_TURN = 4;
@@ -198,8 +198,18 @@ function hold(share: Share): void {
     socket.on('resume', () => {
       if (mustWait(share)) holdReading(socket);
     });
+    // When the client goes away, what it sent and we have not handled is dropped at once
+    // (not kept until its turn), and node's own clean-up of it stays cheap.
+    socket.once('close', () => drop(share));
+    cheapAbortOnClose(socket);
   }
   holdReading(socket);
+}
+
+/** The connection is gone: its queued requests will never be handled. */
+function drop(share: Share): void {
+  share.queue.length = 0;
+  share.head = 0;
 }
 
 /** Reads the connection again once nothing of ours holds it (pipeline.ts holds it again if a POST still does). */

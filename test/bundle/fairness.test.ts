@@ -231,13 +231,13 @@ describe('in-process limits', () => {
     assert.equal(counts.statuses['200'] ?? 0, 0);
   });
 
-  it(`200 connections writing pipelined requests without reading: RSS stays under ${RSS_BOUND_MIB} MiB`, { todo: 'not yet reliable under Redis limits or after a write-without-read flood (see the fairness notes)' }, async (t) => {
+  it(`200 connections writing pipelined requests without reading: RSS stays under ${RSS_BOUND_MIB} MiB`, async (t) => {
     const { peakMiB, baseMiB } = await peakRssUnderUnreadFlood(srv, keyed(KEYS.free), 4_000);
-    t.diagnostic(`RSS ${baseMiB.toFixed(0)} MiB before, peak ${peakMiB.toFixed(0)} MiB under the flood`);
-    assert.ok(peakMiB < RSS_BOUND_MIB, `peak RSS ${peakMiB.toFixed(0)} MiB`);
-    // And the server still answers others.
+    // And the server answers others at once when the flood's connections are gone.
     const after = await victim(srv.url, 3_000);
-    assert.ok(after.answered >= 5, figures(after));
+    t.diagnostic(`RSS ${baseMiB.toFixed(0)} MiB before, peak ${peakMiB.toFixed(0)} MiB under the flood; victim after it: ${figures(after)}`);
+    assert.ok(peakMiB < RSS_BOUND_MIB, `peak RSS ${peakMiB.toFixed(0)} MiB`);
+    assert.ok(after.answered >= 0.6 * after.sent, figures(after));
   });
 });
 
@@ -254,7 +254,7 @@ describe('limits in Redis', { skip: skipUnless('Redis limits under overload', ['
     await redis.close();
   });
 
-  it('a keyless client pipelining on 200 connections does not hold a victim\'s answers back', { todo: 'not yet reliable under Redis limits or after a write-without-read flood (see the fairness notes)' }, async (t) => {
+  it('a keyless client pipelining on 200 connections does not hold a victim\'s answers back', async (t) => {
     const alone = await victim(srv.url, 3_000);
     t.diagnostic(`victim alone: ${figures(alone)}`);
     const flood = startFlood({ port: portOf(srv.url), connections: 200, request: keyless(), depth: 100, read: true });
@@ -280,11 +280,12 @@ describe('limits in Redis', { skip: skipUnless('Redis limits under overload', ['
     assert.equal(counts.statuses['200'] ?? 0, 0);
   });
 
-  it(`200 connections writing pipelined requests without reading: RSS stays under ${RSS_BOUND_MIB} MiB`, { todo: 'not yet reliable under Redis limits or after a write-without-read flood (see the fairness notes)' }, async (t) => {
+  it(`200 connections writing pipelined requests without reading: RSS stays under ${RSS_BOUND_MIB} MiB`, async (t) => {
     const { peakMiB, baseMiB } = await peakRssUnderUnreadFlood(srv, keyed(KEYS.free), 4_000);
-    t.diagnostic(`RSS ${baseMiB.toFixed(0)} MiB before, peak ${peakMiB.toFixed(0)} MiB under the flood`);
-    assert.ok(peakMiB < RSS_BOUND_MIB, `peak RSS ${peakMiB.toFixed(0)} MiB`);
+    // And the server answers others at once when the flood's connections are gone.
     const after = await victim(srv.url, 3_000);
-    assert.ok(after.answered >= 5, figures(after));
+    t.diagnostic(`RSS ${baseMiB.toFixed(0)} MiB before, peak ${peakMiB.toFixed(0)} MiB under the flood; victim after it: ${figures(after)}`);
+    assert.ok(peakMiB < RSS_BOUND_MIB, `peak RSS ${peakMiB.toFixed(0)} MiB`);
+    assert.ok(after.answered >= 0.6 * after.sent, figures(after));
   });
 });
