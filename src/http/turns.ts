@@ -12,10 +12,10 @@
 // read meanwhile (other connections' reads, and every timer, come first). And a connection
 // has at most MAX_OUTSTANDING requests handled but not yet answered (an answer counts until
 // it has left for the network: a client that does not read its answers has them count too);
-// past that it is not read until half of them are answered (what it already sent is still
-// served, in its turns: an answer waiting for the network takes less memory than a request
-// waiting for its turn). What a connection can make the server hold is thus about one read
-// of requests (64 KiB) and their answers, whatever it sends.
+// past that it is neither read nor served until half of them are answered (a request waiting
+// for the limiter's answer from Redis counts too: no connection piles up work in flight).
+// What a connection can make the server hold is thus about one read of requests (64 KiB) and
+// 64 answers, whatever it sends; and over all connections, MAX_QUEUED bounds what waits.
 //
 // A request costs a few property checks and one 'close' listener on its response.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -30,12 +30,12 @@ export const PER_TURN = 4;
  * node accepts one new connection per turn, and runs timers once per turn.
  */
 export const TURN_BUDGET = 64;
-/** Requests of one connection handled and not yet answered, past which it is not read. */
+/** Requests of one connection handled and not yet answered, past which it is neither read nor served. */
 export const MAX_OUTSTANDING = 64;
 
 /**
  * Requests parsed and waiting for their turn, over all connections, past which a connection
- * that adds to a deep queue of its own (at least MAX_OUTSTANDING) is closed. node parses a
+ * that adds to a deep queue of its own (2 * MAX_OUTSTANDING parsed and unanswered) is closed. node parses a
  * whole read (64 KiB: up to a thousand small requests, 1.7 KB of memory each) before we see
  * any of it, so what one connection can make us hold is bounded only per read; this bounds
  * the total (about 14 MB), whatever the number of connections. A client that pipelines
