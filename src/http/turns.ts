@@ -12,16 +12,16 @@
 // read meanwhile (other connections' reads, and every timer, come first). And a connection
 // has at most MAX_OUTSTANDING requests handled but not yet answered (an answer counts until
 // it has left for the network: a client that does not read its answers has them count too);
-// past that it is not read until half of them are answered (what it already sent is still
-// served, in its turns: an answer waiting for the network takes less memory than a request
-// waiting for its turn). What a connection can make the server hold is thus about one read
-// of requests (64 KiB) and their answers, whatever it sends.
+// past that it is neither read nor served until half of them are answered (a request waiting
+// for the limiter's answer from Redis counts too: no connection piles up work in flight).
+// What a connection can make the server hold is thus about one read of requests (64 KiB) and
+// 64 answers, whatever it sends; and over all connections, MAX_QUEUED bounds what waits.
 //
 // A request costs a few property checks and one 'close' listener on its response.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RequestListener } from './exchange.js';
-import { holdReading, releaseReading } from './node-internals.js';
+import { cheapAbortOnClose, holdReading, releaseReading } from './node-internals.js';
 
 /** Requests of one connection handled per turn of the event loop. */
 export const PER_TURN = 4;
@@ -30,8 +30,18 @@ export const PER_TURN = 4;
  * node accepts one new connection per turn, and runs timers once per turn.
  */
 export const TURN_BUDGET = 64;
-/** Requests of one connection handled and not yet answered, past which it is not read. */
+/** Requests of one connection handled and not yet answered, past which it is neither read nor served. */
 export const MAX_OUTSTANDING = 64;
+
+/**
+ * Requests parsed and waiting for their turn, over all connections, past which a connection
+ * that adds to a deep queue of its own (2 * MAX_OUTSTANDING parsed and unanswered) is closed. node parses a
+ * whole read (64 KiB: up to a thousand small requests, 1.7 KB of memory each) before we see
+ * any of it, so what one connection can make us hold is bounded only per read; this bounds
+ * the total (about 14 MB), whatever the number of connections. A client that pipelines
+ * within reason, or sends one request at a time, is never closed.
+ */
+export const MAX_QUEUED = 8_192;
 
 /** One connection's share. */
 class Share {
@@ -47,6 +57,8 @@ class Share {
   listed = false;
   /** The 'resume' listener that keeps a held connection unread is installed. */
   watching = false;
+  /** The connection is closed: nothing of it counts any more. */
+  gone = false;
   constructor(readonly socket: Socket) {}
 
   get queued(): boolean {
@@ -69,6 +81,9 @@ export function takeTurns(listener: RequestListener): RequestListener {
   /** Connections with requests waiting for a turn, served round robin (a queue: `first` is its head). */
   const listed: Array<Share | undefined> = [];
   let first = 0;
+  /** Requests queued, and requests handled and not yet answered, over all connections. */
+  let queuedTotal = 0;
+  let outstandingTotal = 0;
 
   const list = (share: Share): void => {
     if (share.listed) return;
@@ -115,6 +130,7 @@ export function takeTurns(listener: RequestListener): RequestListener {
     // Counted even when answered at once: an answer counts until it has gone out, so a
     // client that does not read is not read either.
     share.outstanding++;
+    outstandingTotal++;
     res.once('close', onAnswered);
   };
   // ('close' follows 'finish', when the answer has gone out; or comes alone if the connection dropped.)
@@ -128,8 +144,7 @@ export function takeTurns(listener: RequestListener): RequestListener {
     const socket = share.socket;
     const queue = share.queue;
     if (socket.destroyed) {
-      queue.length = 0;
-      share.head = 0;
+      drop(share);
       return 0;
     }
     if (share.turn !== turn) {
@@ -137,32 +152,65 @@ export function takeTurns(listener: RequestListener): RequestListener {
       share.served = 0;
     }
     let handled = 0;
-    while (share.head < queue.length && share.served < PER_TURN) {
+    // (A connection with too many answers due waits for half of them: answered() lists it again.)
+    while (share.head < queue.length && share.served < PER_TURN && share.outstanding < MAX_OUTSTANDING) {
       const req = queue[share.head] as IncomingMessage;
       const res = queue[share.head + 1] as ServerResponse;
       queue[share.head] = queue[share.head + 1] = undefined as unknown as IncomingMessage;
       share.head += 2;
+      queuedTotal--;
       handled++;
       handle(share, req, res);
     }
     if (share.head >= queue.length) {
       queue.length = 0;
       share.head = 0;
-    } else {
+    } else if (share.outstanding < MAX_OUTSTANDING) {
       list(share);
     }
     readIfFree(share);
     return handled;
   };
 
+  /** The connection is gone: its queued requests will never be handled. */
+  const drop = (share: Share): void => {
+    queuedTotal -= (share.queue.length - share.head) >> 1;
+    share.queue.length = 0;
+    share.head = 0;
+    outstandingTotal -= share.outstanding;
+    share.outstanding = 0;
+    share.gone = true;
+  };
+
+  /**
+   * Too many requests wait over all connections: this one, which has a deep queue of its
+   * own, is closed (a client that pipelines may have to send again what was not answered,
+   * as when any server closes a connection).
+   */
+  const tooMany = (share: Share): boolean => queuedTotal + outstandingTotal >= MAX_QUEUED
+    && ((share.queue.length - share.head) >> 1) + share.outstanding >= 2 * MAX_OUTSTANDING;
+
   const answered = (share: Share): void => {
+    if (share.gone) return;
     share.outstanding--;
-    if (share.outstanding === MAX_OUTSTANDING >> 1) readIfFree(share);
+    outstandingTotal--;
+    if (share.outstanding === MAX_OUTSTANDING >> 1) {
+      if (share.queued) list(share);
+      readIfFree(share);
+    }
   };
 
   return (req, res) => {
     const socket = req.socket as SharedSocket;
-    const share = (socket.petstoreShare ??= new Share(socket));
+    // (A connection closed while node parses what it sent: node aborts the rest on close.)
+    if (socket.destroyed) return;
+    let share = socket.petstoreShare;
+    if (share === undefined) {
+      const fresh = share = socket.petstoreShare = new Share(socket);
+      // When the client goes away, what it sent and we have not handled is dropped at once
+      // (not kept until its turn), and its unanswered requests no longer count.
+      socket.once('close', () => drop(fresh));
+    }
     if (share.turn !== turn) {
       share.turn = turn;
       share.served = 0;
@@ -175,7 +223,13 @@ export function takeTurns(listener: RequestListener): RequestListener {
       if (share.outstanding >= MAX_OUTSTANDING) hold(share);
       return;
     }
+    if (tooMany(share)) {
+      drop(share);
+      socket.destroy();
+      return;
+    }
     share.queue.push(req, res);
+    queuedTotal++;
     hold(share);
     list(share);
   };
@@ -198,6 +252,8 @@ function hold(share: Share): void {
     socket.on('resume', () => {
       if (mustWait(share)) holdReading(socket);
     });
+    // When it closes, node's clean-up of what it sent stays cheap.
+    cheapAbortOnClose(socket);
   }
   holdReading(socket);
 }

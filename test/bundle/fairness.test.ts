@@ -132,6 +132,8 @@ async function victim(url: string, windowMs: number, everyMs = 200): Promise<Vic
     pending.push(new Promise<void>((resolve) => {
       const req = request(`${url}/pets?limit=1`, { agent, headers: { authorization: `Bearer ${KEYS.enterprise}` } }, (res) => {
         res.resume();
+        // (An answer cut short ends with 'close' and no 'end': not counted, but never waited for.)
+        res.on('close', () => resolve());
         res.on('end', () => {
           if (res.statusCode === 200 && Date.now() <= end) {
             answered++;
@@ -193,6 +195,31 @@ async function peakRssUnderUnreadFlood(srv: Running, request: string, ms: number
 
 /** RSS bound under 200 connections that write and never read (the process starts at about 50 MiB). */
 const RSS_BOUND_MIB = 250;
+/**
+ * The RSS checks run a server of their own whose V8 old space is capped at this: V8 collects
+ * garbage lazily, so a peak of RSS says little about what is live (200 connections' reads of
+ * small requests are 300 MB of short-lived objects); under the cap, a server whose live memory
+ * were not bounded dies of it, and one whose memory is bounded stays under RSS_BOUND_MIB.
+ */
+const OLD_SPACE_MIB = 160;
+
+/** Starts a server for the RSS check, floods it, checks it survived and answers others, and stops it. */
+async function rssCheck(t: { diagnostic(m: string): void }, args: readonly string[]): Promise<void> {
+  const dir = tempDir();
+  const srv = await startBundle(['--config', writeConfig(dir, CONFIG), '--memory', ...args], {
+    cwd: dir, env: { NODE_OPTIONS: `--max-old-space-size=${OLD_SPACE_MIB}` },
+  });
+  try {
+    const { peakMiB, baseMiB } = await peakRssUnderUnreadFlood(srv, keyed(KEYS.free), 4_000);
+    // And the server answers others at once when the flood's connections are gone.
+    const after = await victim(srv.url, 3_000);
+    t.diagnostic(`RSS ${baseMiB.toFixed(0)} MiB before, peak ${peakMiB.toFixed(0)} MiB under the flood; victim after it: ${figures(after)}`);
+    assert.ok(peakMiB < RSS_BOUND_MIB, `peak RSS ${peakMiB.toFixed(0)} MiB`);
+    assert.ok(after.answered >= 0.6 * after.sent, figures(after));
+  } finally {
+    assert.equal(await srv.stop(), 0, srv.stderr());
+  }
+}
 
 describe('in-process limits', () => {
   let srv: Running;
@@ -231,13 +258,8 @@ describe('in-process limits', () => {
     assert.equal(counts.statuses['200'] ?? 0, 0);
   });
 
-  it(`200 connections writing pipelined requests without reading: RSS stays under ${RSS_BOUND_MIB} MiB`, { todo: 'not yet reliable under Redis limits or after a write-without-read flood (see the fairness notes)' }, async (t) => {
-    const { peakMiB, baseMiB } = await peakRssUnderUnreadFlood(srv, keyed(KEYS.free), 4_000);
-    t.diagnostic(`RSS ${baseMiB.toFixed(0)} MiB before, peak ${peakMiB.toFixed(0)} MiB under the flood`);
-    assert.ok(peakMiB < RSS_BOUND_MIB, `peak RSS ${peakMiB.toFixed(0)} MiB`);
-    // And the server still answers others.
-    const after = await victim(srv.url, 3_000);
-    assert.ok(after.answered >= 5, figures(after));
+  it(`200 connections writing pipelined requests without reading: RSS stays under ${RSS_BOUND_MIB} MiB`, async (t) => {
+    await rssCheck(t, []);
   });
 });
 
@@ -254,7 +276,7 @@ describe('limits in Redis', { skip: skipUnless('Redis limits under overload', ['
     await redis.close();
   });
 
-  it('a keyless client pipelining on 200 connections does not hold a victim\'s answers back', { todo: 'not yet reliable under Redis limits or after a write-without-read flood (see the fairness notes)' }, async (t) => {
+  it('a keyless client pipelining on 200 connections does not hold a victim\'s answers back', async (t) => {
     const alone = await victim(srv.url, 3_000);
     t.diagnostic(`victim alone: ${figures(alone)}`);
     const flood = startFlood({ port: portOf(srv.url), connections: 200, request: keyless(), depth: 100, read: true });
@@ -280,11 +302,7 @@ describe('limits in Redis', { skip: skipUnless('Redis limits under overload', ['
     assert.equal(counts.statuses['200'] ?? 0, 0);
   });
 
-  it(`200 connections writing pipelined requests without reading: RSS stays under ${RSS_BOUND_MIB} MiB`, { todo: 'not yet reliable under Redis limits or after a write-without-read flood (see the fairness notes)' }, async (t) => {
-    const { peakMiB, baseMiB } = await peakRssUnderUnreadFlood(srv, keyed(KEYS.free), 4_000);
-    t.diagnostic(`RSS ${baseMiB.toFixed(0)} MiB before, peak ${peakMiB.toFixed(0)} MiB under the flood`);
-    assert.ok(peakMiB < RSS_BOUND_MIB, `peak RSS ${peakMiB.toFixed(0)} MiB`);
-    const after = await victim(srv.url, 3_000);
-    assert.ok(after.answered >= 5, figures(after));
+  it(`200 connections writing pipelined requests without reading: RSS stays under ${RSS_BOUND_MIB} MiB`, async (t) => {
+    await rssCheck(t, ['--limits', redis.url]);
   });
 });

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, Socket, type AddressInfo } from 'node:net';
-import { holdReading, onCloseAfterAnswer, readingHeld, releaseReading } from '../../src/http/node-internals.js';
+import { cheapAbortOnClose, holdReading, onCloseAfterAnswer, readingHeld, releaseReading } from '../../src/http/node-internals.js';
 
 /** Serves one raw request and hands `inspect` the server side of it. */
 async function withRequest(text: string, inspect: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): Promise<string> {
@@ -69,4 +69,32 @@ test(`node ${process.version}: a Connection: close answer closes its socket thro
   });
   assert.match(answer, /^HTTP\/1\.1 200 OK/);
   assert.equal(called, 1, 'node:http no longer closes a Connection: close answer with socket.destroySoon()');
+});
+
+test(`node ${process.version}: a closed connection's unanswered requests are aborted within its 'close' listeners, cheaply`, async () => {
+  const stacks: string[] = [];
+  let sockets = 0;
+  const limitBefore = Error.stackTraceLimit;
+  const server = createServer((req) => {
+    // Never answered: they are all still pending when the client goes away.
+    if (sockets++ === 0) cheapAbortOnClose(req.socket);
+    req.on('error', (err) => stacks.push(err.stack ?? ''));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const c = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    c.on('error', () => {});
+    c.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(50));
+    for (let i = 0; i < 200 && sockets < 50; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(sockets, 50);
+    c.destroy();
+    for (let i = 0; i < 200 && stacks.length < 50; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(stacks.length, 50, "node no longer destroys a closed connection's pending requests with an error");
+    const withFrames = stacks.filter((s) => s.includes('\n    at '));
+    assert.equal(withFrames.length, 0, `aborted requests still carry stack traces: ${withFrames[0]}`);
+    assert.equal(Error.stackTraceLimit, limitBefore, 'the stack trace limit was not restored');
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
 });
