@@ -7,7 +7,7 @@ import { ADMIN_ROUTES, type AdminRoute, type Reply, type RouteSpec } from '../ap
 import type { Config } from '../config/index.js';
 import { ApiError, clip } from '../core/index.js';
 import { EXPOSITION_CONTENT_TYPE, mergeSnapshots, render } from '../metrics/index.js';
-import type { AppDeps } from './exchange.js';
+import type { AppDeps } from './deps.js';
 import { Router } from './router.js';
 
 /**
