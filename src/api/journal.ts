@@ -31,11 +31,13 @@ export interface JournalRecord {
 /** One entry as GET /__admin/requests shows it. */
 export interface JournalEntry {
   requestId: string;
+  /** RFC 3339, service clock, when the answer was sent. */
   time: string;
   method: string;
   path: string;
   query: Record<string, string | string[]>;
   key: string | null;
+  /** 0 when the connection was broken before any answer (a reset or empty fault). */
   status: number;
   durationMs: number;
   idempotencyKey: string | null;

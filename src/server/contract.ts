@@ -1,4 +1,5 @@
 // What an embedder gives startPetstore and gets back: the library's options and handle.
+import type { JournalEntry } from '../api/index.js';
 import type { PetstoreConfig } from '../config/index.js';
 import type { Clock, LogLevel, Logger, NewPet, Pet } from '../core/index.js';
 
@@ -90,21 +91,8 @@ export interface JournalQuery {
   limit?: number;
 }
 
-/** One recorded /v1 request. */
-export interface JournalRequest {
-  requestId: string;
-  /** RFC 3339, service clock, when the answer was sent. */
-  time: string;
-  method: string;
-  path: string;
-  query: Record<string, string | string[]>;
-  key: string | null;
-  /** 0 when the connection was broken before any answer (a reset or empty fault). */
-  status: number;
-  durationMs: number;
-  idempotencyKey: string | null;
-  body: unknown;
-}
+/** One recorded /v1 request, as GET /__admin/requests shows it. */
+export type JournalRequest = JournalEntry;
 
 export interface JournalPage {
   requests: JournalRequest[];
