@@ -115,6 +115,30 @@ test('concurrent creates share statements and commits: far fewer statements than
   assert.equal(await pg.psql('SELECT max(id) FROM petstore_pets'), '200\n', 'no id skipped');
 });
 
+test('one process keeps two batches of creates in flight, one of several processes (--workers) keeps one: each flush of the shared id lock carries more creates', { skip }, async (t) => {
+  const pg = await startPostgres({ t });
+  const alone: PostgresStore = await openPostgresStore(pg.url, { logger: silentLogger });
+  const worker: PostgresStore = await openPostgresStore(pg.url, { logger: silentLogger, processes: 2 });
+  t.after(() => Promise.all([alone.close(), worker.close()]));
+  // Creates arriving turn after turn while batches are under way: a batch is sent whenever
+  // fewer than the cap are in flight, so the peak shows the cap.
+  const waves = async (store: PostgresStore): Promise<void> => {
+    const all: Promise<unknown>[] = [];
+    for (let w = 0; w < 20; w++) {
+      for (let i = 0; i < 5; i++) all.push(store.create({ name: `w${w}-${i}`, categoryId: 1 }));
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(all);
+  };
+  await waves(alone);
+  await waves(worker);
+  assert.equal(alone.batchStats.peakInFlight, 2);
+  assert.equal(worker.batchStats.peakInFlight, 1);
+  assert.equal(worker.batchStats.creates, 100);
+  assert.ok(worker.batchStats.batches < 100, `${worker.batchStats.batches} statements for 100 creates: creates gather while one batch runs`);
+  assert.equal(await pg.psql('SELECT count(*) FROM petstore_pets'), '200\n');
+});
+
 test('a damaged schema refuses the start naming what is wrong; a missing plain index is rebuilt and said', { skip }, async (t) => {
   const pg = await startPostgres({ t });
   await (await openPostgresStore(pg.url, { logger: silentLogger })).close();

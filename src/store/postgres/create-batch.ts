@@ -31,8 +31,16 @@ import { ID_SEQUENCE, KEYS_TABLE, ORDER_LOCK, PETS_TABLE } from './schema.js';
 
 /** Creates in one statement at most. */
 export const MAX_BATCH = 256;
-/** Batches of one process in flight at once: one running, one waiting for the lock behind it. */
-const MAX_BATCHES_IN_FLIGHT = 2;
+/**
+ * Batches of one process in flight at once, by default: one running, one waiting for the lock
+ * behind it. Every process of a service takes the same id lock and holds it through its commit
+ * (the WAL flush), so commits of all processes run one after the other, and each carries only
+ * the creates of its own batch: the more batches wait at the lock, the fewer creates each
+ * flush carries. A process alone keeps a second batch queued behind the running one (the lock
+ * passes to it at once, with no round trip in between); with several processes (--workers),
+ * each keeps one, gathering the next while it runs, and the others' batches fill the gap.
+ */
+export const DEFAULT_BATCHES_IN_FLIGHT = 2;
 /** The scope of batch tokens in the key table; API keys' scopes are 64 hex digits. */
 export const TOKEN_SCOPE = '';
 /** A token the lookup wrote: its batch never committed, and now never will. */
@@ -110,6 +118,8 @@ export interface GroupCommitOptions {
   readonly clock: Clock;
   readonly retentionMs: number;
   readonly logger: Logger;
+  /** Batches of this process in flight at once (DEFAULT_BATCHES_IN_FLIGHT; 1 with --workers). */
+  readonly batchesInFlight?: number;
 }
 
 export class GroupCommit {
@@ -118,12 +128,14 @@ export class GroupCommit {
   #waiting: Pending[] = [];
   #inFlight = 0;
   #scheduled = false;
-  /** Statements sent, creates in them; lost answers found out, and left unknown. */
-  readonly stats = { batches: 0, creates: 0, resolved: 0, unknown: 0 };
+  readonly #maxInFlight: number;
+  /** Statements sent, creates in them; lost answers found out, and left unknown; most batches in flight at once. */
+  readonly stats = { batches: 0, creates: 0, resolved: 0, unknown: 0, peakInFlight: 0 };
 
   constructor(pool: Pool, opts: GroupCommitOptions) {
     this.#pool = pool;
     this.#opts = opts;
+    this.#maxInFlight = Math.max(1, opts.batchesInFlight ?? DEFAULT_BATCHES_IN_FLIGHT);
   }
 
   submit(input: NewPet, idem?: IdempotencyKey): Promise<BatchResult> {
@@ -134,15 +146,16 @@ export class GroupCommit {
   }
 
   #schedule(): void {
-    if (this.#scheduled || this.#inFlight >= MAX_BATCHES_IN_FLIGHT || this.#waiting.length === 0) return;
+    if (this.#scheduled || this.#inFlight >= this.#maxInFlight || this.#waiting.length === 0) return;
     this.#scheduled = true;
     // Every create that arrives in this turn of the loop joins the batch.
     setImmediate(() => {
       this.#scheduled = false;
-      while (this.#inFlight < MAX_BATCHES_IN_FLIGHT && this.#waiting.length > 0) {
+      while (this.#inFlight < this.#maxInFlight && this.#waiting.length > 0) {
         const batch = this.#waiting.length <= MAX_BATCH ? this.#waiting : this.#waiting.slice(0, MAX_BATCH);
         this.#waiting = this.#waiting.length <= MAX_BATCH ? [] : this.#waiting.slice(MAX_BATCH);
         this.#inFlight++;
+        if (this.#inFlight > this.stats.peakInFlight) this.stats.peakInFlight = this.#inFlight;
         void this.#send(batch).finally(() => {
           this.#inFlight--;
           this.#schedule();
