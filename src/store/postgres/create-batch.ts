@@ -39,8 +39,18 @@ export const MAX_BATCH = 256;
  * flush carries. A process alone keeps a second batch queued behind the running one (the lock
  * passes to it at once, with no round trip in between); with several processes (--workers),
  * each keeps one, gathering the next while it runs, and the others' batches fill the gap.
+ *
+ * With one batch in flight, the next one is also filled before it goes: once a batch is
+ * answered, its creators send their next creates within moments, and a batch sent on the
+ * first turn with any create would carry only the first of them, leaving the rest to wait a
+ * whole commit (of every process) for the one after: the creates would settle into two
+ * alternating batches of half the size, each paying a flush. So the next batch goes once as
+ * many creates wait as the last one carried, or GATHER_MS after that batch was answered,
+ * whichever comes first (a load that shrank costs that wait once).
  */
 export const DEFAULT_BATCHES_IN_FLIGHT = 2;
+/** How long, at most, a process with one batch in flight gathers the next after an answer. */
+export const GATHER_MS = 2;
 /** The scope of batch tokens in the key table; API keys' scopes are 64 hex digits. */
 export const TOKEN_SCOPE = '';
 /** A token the lookup wrote: its batch never committed, and now never will. */
@@ -120,6 +130,8 @@ export interface GroupCommitOptions {
   readonly logger: Logger;
   /** Batches of this process in flight at once (DEFAULT_BATCHES_IN_FLIGHT; 1 with --workers). */
   readonly batchesInFlight?: number;
+  /** With one batch in flight: the most ms spent filling the next after an answer (GATHER_MS). */
+  readonly gatherMs?: number;
 }
 
 export class GroupCommit {
@@ -129,6 +141,10 @@ export class GroupCommit {
   #inFlight = 0;
   #scheduled = false;
   readonly #maxInFlight: number;
+  readonly #gatherMs: number;
+  /** With one batch in flight: creates to wait for before the next batch goes (0: none). */
+  #fillTo = 0;
+  #gatherTimer: NodeJS.Timeout | undefined = undefined;
   /** Statements sent, creates in them; lost answers found out, and left unknown; most batches in flight at once. */
   readonly stats = { batches: 0, creates: 0, resolved: 0, unknown: 0, peakInFlight: 0 };
 
@@ -136,6 +152,7 @@ export class GroupCommit {
     this.#pool = pool;
     this.#opts = opts;
     this.#maxInFlight = Math.max(1, opts.batchesInFlight ?? DEFAULT_BATCHES_IN_FLIGHT);
+    this.#gatherMs = opts.gatherMs ?? GATHER_MS;
   }
 
   submit(input: NewPet, idem?: IdempotencyKey): Promise<BatchResult> {
@@ -147,6 +164,18 @@ export class GroupCommit {
 
   #schedule(): void {
     if (this.#scheduled || this.#inFlight >= this.#maxInFlight || this.#waiting.length === 0) return;
+    if (this.#waiting.length < this.#fillTo) {
+      // Filling the next batch (see DEFAULT_BATCHES_IN_FLIGHT): until enough wait, or time is up.
+      this.#gatherTimer ??= setTimeout(() => {
+        this.#gatherTimer = undefined;
+        this.#fillTo = 0;
+        this.#schedule();
+      }, this.#gatherMs);
+      return;
+    }
+    this.#fillTo = 0;
+    clearTimeout(this.#gatherTimer);
+    this.#gatherTimer = undefined;
     this.#scheduled = true;
     // Every create that arrives in this turn of the loop joins the batch.
     setImmediate(() => {
@@ -158,6 +187,7 @@ export class GroupCommit {
         if (this.#inFlight > this.stats.peakInFlight) this.stats.peakInFlight = this.#inFlight;
         void this.#send(batch).finally(() => {
           this.#inFlight--;
+          if (this.#maxInFlight === 1) this.#fillTo = Math.min(batch.length, MAX_BATCH);
           this.#schedule();
         });
       }

@@ -22,6 +22,8 @@ export interface PostgresStoreOptions {
    * each keeps one batch of creates in flight instead of two (create-batch.ts).
    */
   readonly processes?: number;
+  /** With more than one process: the most ms spent filling the next batch (create-batch.ts GATHER_MS). */
+  readonly gatherMs?: number;
 }
 
 export async function openPostgresStore(url: string, opts: PostgresStoreOptions): Promise<PostgresStore> {
@@ -86,6 +88,7 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions)
     retentionMs: opts.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_HOURS * 3_600_000,
     logger: opts.logger,
     batchesInFlight: (opts.processes ?? 1) > 1 ? 1 : DEFAULT_BATCHES_IN_FLIGHT,
+    ...(opts.gatherMs === undefined ? {} : { gatherMs: opts.gatherMs }),
   });
   // Keys that expired while no process created any (one bounded statement; it never fails the start).
   await store.sweepExpiredKeys();

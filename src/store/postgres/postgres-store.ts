@@ -52,7 +52,7 @@ export class PostgresStore implements PetStore {
   readonly #batch: GroupCommit;
   readonly #keyed: KeyedCreates;
 
-  constructor(pool: Pool, keys: KeyedCreateOptions & Pick<GroupCommitOptions, 'batchesInFlight'>) {
+  constructor(pool: Pool, keys: KeyedCreateOptions & Pick<GroupCommitOptions, 'batchesInFlight' | 'gatherMs'>) {
     this.#pool = pool;
     this.#batch = new GroupCommit(pool, keys);
     this.#keyed = new KeyedCreates(pool, this.#batch, keys);
