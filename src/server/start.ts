@@ -70,7 +70,7 @@ export async function startWithConfig(
   if (options.store !== undefined && dataFile !== undefined) throw new StartError('config', 'store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
   const idempotencyRetentionMs = config.idempotencyRetentionHours * 3_600_000;
   const opened: PetStore = await (options.store !== undefined
-    ? openPostgresStore(options.store, { logger, clock, idempotencyRetentionMs })
+    ? openPostgresStore(options.store, { logger, clock, idempotencyRetentionMs, processes: config.workers })
     : dataFile === undefined
       ? Promise.resolve(openMemoryStore({ clock, idempotencyRetentionMs }))
       : openFileStore(dataFile, {

@@ -1,7 +1,8 @@
 // The scale-out figures, one run: list, get and create with 64 connections (wrk) on
 //   file       one process, pets in a data file, limits in process        (petstore on CPU 0)
 //   shared     one process, PostgreSQL store, Redis limits               (petstore on CPU 0)
-//   shared x2  --workers 2 on the same backends                          (petstore on CPUs 0-1)
+//   shared x2  --workers 2 on the same backends                          (petstore on CPU 0)
+//   and both shared modes again with petstore on CPUs 0-1 (MODES below).
 // wrk is on CPU 1 in every mode; PostgreSQL and Redis are not pinned: on this 2-core VM they
 // share both cores with everything else. With the shared backends it also counts, per request,
 // the Redis commands sent (INFO commandstats) and the PostgreSQL statements run
@@ -40,16 +41,30 @@ async function counts() {
   const evalsha = ['evalsha', 'eval']
     .reduce((n, cmd) => n + Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(info)?.[1] ?? 0), 0);
   const out = await pg.psql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%petstore_pets%' OR query ILIKE '%peer_pets%'");
-  return { evalsha, statements: Number(out.trim().split('\n').at(-1)) };
+  // The group commit's statements (one per batch, one commit each) and the commits PostgreSQL made.
+  const batches = await pg.psql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%json_to_recordset%' AND query ILIKE '%nextval%'");
+  const commits = await pg.psql("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
+  const last = (text) => Number(text.trim().split('\n').at(-1));
+  return { evalsha, statements: last(out), batches: last(batches), commits: last(commits) };
 }
 
+/** Statements waiting for an advisory lock (the id lock) right now. */
+async function lockWaiters() {
+  const out = await pg.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+  return Number(out.trim().split('\n').at(-1));
+}
+
+// Pinning, the same for one worker and two: every petstore process on CPU 0, wrk on CPU 1,
+// PostgreSQL and Redis unpinned (they share both cores with everything else). So "2 workers"
+// runs both workers on the one core one worker had: what it measures is what a second
+// process costs or gains besides CPU (batching, the cluster's hand-over). The "CPUs 0-1" pair
+// gives both modes both cores (wrk's included), again the same for one worker and two.
 const MODES = [
   ['file', '0', ['--data', join(dir, 'pets.json')]],
   ['shared', '0', ['--store', pg.url, '--limits', redis.url]],
-  ['shared x2', '0,1', ['--store', pg.url, '--limits', redis.url, '--workers', '2']],
-  // node:cluster's other policy (its environment variable; the service sets none): each worker
-  // accepts on the shared socket itself, no hand-over through the primary.
-  ['shared x2, OS accept', '0,1', ['--store', pg.url, '--limits', redis.url, '--workers', '2'], { NODE_CLUSTER_SCHED_POLICY: 'none' }],
+  ['shared x2', '0', ['--store', pg.url, '--limits', redis.url, '--workers', '2']],
+  ['shared, CPUs 0-1', '0,1', ['--store', pg.url, '--limits', redis.url]],
+  ['shared x2, CPUs 0-1', '0,1', ['--store', pg.url, '--limits', redis.url, '--workers', '2']],
   // The peer to beat on the same backends: Fastify + postgres.js + rate-limiter-flexible (its own table).
   ['fastify stack', '0', ['--store', pg.url, '--limits', redis.url, '--reset'], {}, new URL('./peers/fastify-stack.mjs', import.meta.url).pathname],
 ];
@@ -60,7 +75,15 @@ if (BEFORE) {
   MODES.push(['file@before', '0', ['--data', join(dir, 'pets-before.json')], {}, BEFORE]);
   MODES.push(['shared@before', '0', ['--store', pg.url, '--limits', redis.url], {}, BEFORE]);
 }
-const OPS = [['list', 'wrk/get.lua', '/pets?limit=20'], ['get', 'wrk/get.lua', '/pets/100'], ['create', 'wrk/post.lua', '/pets']];
+const ALL_OPS = [['list', 'wrk/get.lua', '/pets?limit=20'], ['get', 'wrk/get.lua', '/pets/100'], ['create', 'wrk/post.lua', '/pets']];
+// BENCH_OPS=create (comma-separated) runs only those operations; BENCH_MODES=shared,shared x2 only those modes.
+const OPS = process.env.BENCH_OPS ? ALL_OPS.filter(([op]) => process.env.BENCH_OPS.split(',').includes(op)) : ALL_OPS;
+if (process.env.BENCH_MODES) {
+  const keep = process.env.BENCH_MODES.split(',');
+  for (let i = MODES.length - 1; i >= 0; i--) if (!keep.includes(MODES[i][0])) MODES.splice(i, 1);
+}
+// BENCH_ROUNDS=n: every mode n times, interleaved (mode A, B, ..., A, B, ...); the best round of each is shown.
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const results = {};
 const models = [];
 
@@ -84,42 +107,68 @@ function strip(cpu) {
 function perProcess(table) {
   return Object.fromEntries(Object.entries(table).map(([pid, s]) => [pid, Number(s.toFixed(2))]));
 }
+const has = (mode) => results[mode] !== undefined;
 try {
-  for (const [mode, cpus, args, env, script] of MODES) {
-    const srv = await startPinned(cpus, config, args, env, script);
-    if (!mode.startsWith('shared x2')) {
-      for (let i = 0; i < 200; i++) {
-        await fetch(`${srv.url}/pets`, { method: 'POST', headers: { authorization: 'Bearer bench-key', 'content-type': 'application/json' }, body: '{"name":"seed","categoryId":1,"status":"available"}' });
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [mode, cpus, args, env, script] of MODES) {
+      const srv = await startPinned(cpus, config, args, env, script);
+      if (round === 0 && !mode.startsWith('shared x2')) {
+        for (let i = 0; i < 200; i++) {
+          await fetch(`${srv.url}/pets`, { method: 'POST', headers: { authorization: 'Bearer bench-key', 'content-type': 'application/json' }, body: '{"name":"seed","categoryId":1,"status":"available"}' });
+        }
       }
-    }
-    results[mode] = {};
-    for (const [op, script, path] of OPS) {
-      // Warm-up, not measured: the JIT, the pools' connections, the read cache, and (with
-      // workers) the primary handing the 64 connections over to the workers one by one.
-      await wrkDuring(script, `${srv.url}${path}`, Math.min(1, SECONDS), () => undefined);
-      const before = mode === 'file' ? undefined : await counts();
-      const meter = cpuMeter(mode === 'file'
-        ? { petstore: { pid: srv.proc.pid } }
-        : { petstore: { pid: srv.proc.pid }, ...enginesOf(pg, redis) });
-      let spread;
-      const r = await wrkDuring(script, `${srv.url}${path}`, SECONDS, () => { spread = connectionsPerProcess(new URL(srv.url).port); });
-      const cpu = meter.stop();
-      const after = mode === 'file' ? undefined : await counts();
-      models.push({ label: `${op}, ${mode}`, model: capacity(cpu, r.requests), cpu: strip(cpu), requests: r.requests });
-      if (mode.startsWith('shared x2')) {
-        console.log(`${op}, ${mode}: connections per process ${JSON.stringify(spread)} (a pid pair: both hold it), CPU s per process ${JSON.stringify(perProcess(cpu.petstore.perPid))}, ` +
-          `PostgreSQL processes ${cpu.postgres.processes}; s runnable but waiting for a CPU: ${JSON.stringify(Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Number(v.waited.toFixed(2))])))}`);
+      results[mode] ??= {};
+      for (const [op, wrkScript, path] of OPS) {
+        // Warm-up, not measured: the JIT, the pools' connections, the read cache, and (with
+        // workers) the primary handing the 64 connections over to the workers one by one.
+        await wrkDuring(wrkScript, `${srv.url}${path}`, Math.min(1, SECONDS), () => undefined);
+        const shared = !mode.startsWith('file');
+        const before = shared ? await counts() : undefined;
+        const meter = cpuMeter(shared
+          ? { petstore: { pid: srv.proc.pid }, ...enginesOf(pg, redis) }
+          : { petstore: { pid: srv.proc.pid } });
+        let spread;
+        const waiters = [];
+        let sampling = true;
+        const sample = async () => {
+          // Statements waiting for the id lock, sampled every 100 ms (creates only).
+          while (sampling && op === 'create' && shared) {
+            waiters.push(await lockWaiters());
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        };
+        const sampler = sample();
+        const r = await wrkDuring(wrkScript, `${srv.url}${path}`, SECONDS, () => { spread = connectionsPerProcess(new URL(srv.url).port); });
+        sampling = false;
+        await sampler;
+        const cpu = meter.stop();
+        const after = shared ? await counts() : undefined;
+        const seconds = r.duration_us / 1e6;
+        const rps = Math.round(r.requests / seconds);
+        const prev = results[mode][op];
+        if (ROUNDS > 1) console.log(`${op}, ${mode}, round ${round + 1}: ${rps}/s`);
+        if (mode.includes('x2')) {
+          console.log(`${op}, ${mode}, round ${round + 1}: connections per process ${JSON.stringify(spread)} (a pid pair: both hold it), CPU s per process ${JSON.stringify(perProcess(cpu.petstore.perPid))}, ` +
+            `PostgreSQL processes ${cpu.postgres.processes}; s runnable but waiting for a CPU: ${JSON.stringify(Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Number(v.waited.toFixed(2))])))}`);
+        }
+        if (prev !== undefined && prev.rps >= rps) continue;
+        if (prev !== undefined) models.splice(models.findIndex((m) => m.label === `${op}, ${mode}`), 1);
+        models.push({ label: `${op}, ${mode}`, model: capacity(cpu, r.requests), cpu: strip(cpu), requests: r.requests });
+        results[mode][op] = {
+          rps, p50: r.p50_us, non2xx: r.non2xx ?? 0,
+          ...(before === undefined ? {} : {
+            redisPerRequest: (after.evalsha - before.evalsha) / r.requests,
+            pgPerRequest: (after.statements - before.statements) / r.requests,
+            batchesPerSecond: Math.round((after.batches - before.batches) / seconds),
+            createsPerBatch: after.batches > before.batches ? r.requests / (after.batches - before.batches) : 0,
+            commitsPerSecond: Math.round((after.commits - before.commits) / seconds),
+            lockWaiters: waiters.length === 0 ? 0 : waiters.reduce((a, b) => a + b, 0) / waiters.length,
+          }),
+        };
       }
-      results[mode][op] = {
-        rps: Math.round(r.requests / (r.duration_us / 1e6)), p50: r.p50_us, non2xx: r.non2xx ?? 0,
-        ...(before === undefined ? {} : {
-          redisPerRequest: (after.evalsha - before.evalsha) / r.requests,
-          pgPerRequest: (after.statements - before.statements) / r.requests,
-        }),
-      };
+      srv.proc.kill('SIGTERM');
+      await new Promise((res) => srv.proc.on('exit', res));
     }
-    srv.proc.kill('SIGTERM');
-    await new Promise((r) => srv.proc.on('exit', r));
   }
 } finally {
   admin.disconnect();
@@ -130,22 +179,34 @@ try {
 console.log(`load average at the end: ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 console.log(`${durability}, ${SECONDS} s per case. Per-request counts divide what the servers did by the answers wrk`);
 console.log('counted: the up to 64 requests still in flight when wrk stops inflate them in short runs.');
-console.log('| operation | file | shared (PostgreSQL + Redis) | ratio | shared, 2 workers | 2 vs 1 | 2 workers, OS accept | 2 vs 1 | Fastify stack | shared vs stack | Redis cmds/req (1 / 2 workers / stack) | PG statements/req (1 / 2 workers / stack) |');
-console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+const cell = (mode, op, f) => (has(mode) && results[mode][op] !== undefined ? f(results[mode][op]) : '-');
+const rpsOf = (mode, op) => cell(mode, op, (x) => `${x.rps}/s`);
+const ratio = (a, b, op) => (has(a) && has(b) && results[a][op] && results[b][op] ? `${(results[a][op].rps / results[b][op].rps).toFixed(2)}x` : '-');
+console.log('| operation | file | shared (PostgreSQL + Redis) | shared/file | shared, 2 workers | 2 vs 1 | shared, CPUs 0-1 | 2 workers, CPUs 0-1 | 2 vs 1 | Fastify stack | shared vs stack |');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const [op] of OPS) {
-  const f = results.file[op];
-  const s = results.shared[op];
-  const w = results['shared x2'][op];
-  const o = results['shared x2, OS accept'][op];
-  const k = results['fastify stack'][op];
-  console.log(`| ${op} | ${f.rps}/s | ${s.rps}/s | ${(s.rps / f.rps).toFixed(2)}x | ${w.rps}/s | ${(w.rps / s.rps).toFixed(2)}x | ${o.rps}/s | ${(o.rps / s.rps).toFixed(2)}x | ${k.rps}/s | ${(s.rps / k.rps).toFixed(2)}x | ` +
-    `${s.redisPerRequest.toFixed(2)} / ${w.redisPerRequest.toFixed(2)} / ${k.redisPerRequest.toFixed(2)} | ${s.pgPerRequest.toFixed(2)} / ${w.pgPerRequest.toFixed(2)} / ${k.pgPerRequest.toFixed(2)} |`);
+  console.log(`| ${op} | ${rpsOf('file', op)} | ${rpsOf('shared', op)} | ${ratio('shared', 'file', op)} | ${rpsOf('shared x2', op)} | ${ratio('shared x2', 'shared', op)} | ` +
+    `${rpsOf('shared, CPUs 0-1', op)} | ${rpsOf('shared x2, CPUs 0-1', op)} | ${ratio('shared x2, CPUs 0-1', 'shared, CPUs 0-1', op)} | ${rpsOf('fastify stack', op)} | ${ratio('shared', 'fastify stack', op)} |`);
+}
+console.log('\nPer request, and the group commit (creates per batch statement, batches and commits per second, statements waiting for the id lock on average):');
+console.log('| mode | operation | Redis cmds/req | PG statements/req | creates/batch | batches/s | commits/s | lock waiters |');
+console.log('|---|---|---:|---:|---:|---:|---:|---:|');
+for (const [mode] of MODES) {
+  if (mode.startsWith('file') || !has(mode)) continue;
+  for (const [op] of OPS) {
+    const x = results[mode][op];
+    if (x === undefined) continue;
+    // The group commit's figures are petstore's: the peer has no batch statement and no id lock.
+    const batched = op === 'create' && x.batchesPerSecond > 0;
+    console.log(`| ${mode} | ${op} | ${x.redisPerRequest.toFixed(3)} | ${x.pgPerRequest.toFixed(3)} | ${batched ? x.createsPerBatch.toFixed(1) : '-'} | ${batched ? x.batchesPerSecond : '-'} | ${op === 'create' ? x.commitsPerSecond : '-'} | ${batched ? x.lockWaiters.toFixed(2) : '-'} |`);
+  }
 }
 if (BEFORE) {
   console.log(`\nBefore (${BEFORE}) and after, same run:`);
   console.log('| operation | file before | file after | after/before | shared before | shared after | after/before | shared/file before | shared/file after |');
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const [op] of OPS) {
+    if (!has('file@before') || !has('shared@before') || !has('file') || !has('shared')) break;
     const fb = results['file@before'][op].rps;
     const fa = results.file[op].rps;
     const sb = results['shared@before'][op].rps;

@@ -115,6 +115,48 @@ test('concurrent creates share statements and commits: far fewer statements than
   assert.equal(await pg.psql('SELECT max(id) FROM petstore_pets'), '200\n', 'no id skipped');
 });
 
+test('one process keeps two batches of creates in flight, one of several processes (--workers) keeps one: each flush of the shared id lock carries more creates', { skip }, async (t) => {
+  const pg = await startPostgres({ t });
+  const alone: PostgresStore = await openPostgresStore(pg.url, { logger: silentLogger });
+  const worker: PostgresStore = await openPostgresStore(pg.url, { logger: silentLogger, processes: 2 });
+  t.after(() => Promise.all([alone.close(), worker.close()]));
+  // Creates arriving turn after turn while batches are under way: a batch is sent whenever
+  // fewer than the cap are in flight, so the peak shows the cap.
+  const waves = async (store: PostgresStore): Promise<void> => {
+    const all: Promise<unknown>[] = [];
+    for (let w = 0; w < 20; w++) {
+      for (let i = 0; i < 5; i++) all.push(store.create({ name: `w${w}-${i}`, categoryId: 1 }));
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(all);
+  };
+  await waves(alone);
+  await waves(worker);
+  assert.equal(alone.batchStats.peakInFlight, 2);
+  assert.equal(worker.batchStats.peakInFlight, 1);
+  assert.equal(worker.batchStats.creates, 100);
+  assert.ok(worker.batchStats.batches < 100, `${worker.batchStats.batches} statements for 100 creates: creates gather while one batch runs`);
+  assert.equal(await pg.psql('SELECT count(*) FROM petstore_pets'), '200\n');
+});
+
+test('one batch in flight (--workers): the next batch waits until as many creates as the last one carried have come, so creates arriving turn after turn do not split into small batches', { skip }, async (t) => {
+  const pg = await startPostgres({ t });
+  // The time bound is set far away, so that only the count decides here.
+  const store: PostgresStore = await openPostgresStore(pg.url, { logger: silentLogger, processes: 2, gatherMs: 60_000 });
+  t.after(() => store.close());
+  await Promise.all(Array.from({ length: 10 }, (_, i) => store.create({ name: `first${i}`, categoryId: 1 })));
+  assert.equal(store.batchStats.batches, 1);
+  // Ten creators coming back one per turn, as answered clients do.
+  const again: Promise<unknown>[] = [];
+  for (let i = 0; i < 10; i++) {
+    again.push(store.create({ name: `again${i}`, categoryId: 1 }));
+    await new Promise((r) => setImmediate(r));
+  }
+  await Promise.all(again);
+  assert.equal(store.batchStats.batches, 2, 'the ten went in one batch, not the first alone and the rest after it');
+  assert.equal(store.batchStats.creates, 20);
+});
+
 test('a damaged schema refuses the start naming what is wrong; a missing plain index is rebuilt and said', { skip }, async (t) => {
   const pg = await startPostgres({ t });
   await (await openPostgresStore(pg.url, { logger: silentLogger })).close();

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { StoreGeneration } from '../../src/core/index.js';
-import { ReadCachedStore, openMemoryStore, type ListQuery, type PetStore, type SeedPet, type StoredPet } from '../../src/store/index.js';
+import { ReadCachedStore, hasPageVersion, openMemoryStore, type ListQuery, type PetStore, type SeedPet, type StoredPet } from '../../src/store/index.js';
 import type { NewPet } from '../../src/core/types.js';
 
 /** The memory store behind promises, counting reads; `hold` parks the next read until released. */
@@ -194,4 +194,25 @@ test('memory is bounded: oldest pets and pages go first', async () => {
   assert.equal(db.reads, before, 'the newest page is kept');
   await cache.list({ limit: 2, afterId: 0 });
   assert.equal(db.reads, before + 1, 'the oldest page was dropped');
+});
+
+test('a page version for the HTTP byte caches: stable within one store generation, never repeated across a change, never matched while unknown; count never repeats', async () => {
+  const { gen, cache } = setup();
+  assert.ok(hasPageVersion(cache), 'the read cache offers a page version');
+  const first = cache.generation;
+  assert.equal(cache.generation, first, 'stable while the generation holds');
+  // A last page is valid only while count holds: another process may add pets at any time.
+  assert.notEqual(cache.count, cache.count);
+  gen.observe('e:7');
+  const second = cache.generation;
+  assert.notEqual(second, first, 'a new store generation moves the version on');
+  gen.lost();
+  const unknown = cache.generation;
+  assert.notEqual(cache.generation, unknown, 'while unknown, no value is given twice');
+  assert.ok(![first, second].includes(unknown));
+  gen.observe('e:7');
+  assert.ok(![first, second, unknown].includes(cache.generation), 'the same token again after an unknown spell is a new version');
+  await cache.reset();
+  const afterReset = cache.generation;
+  assert.ok(![first, second].includes(afterReset), 'a reset moves it on');
 });

@@ -31,8 +31,26 @@ import { ID_SEQUENCE, KEYS_TABLE, ORDER_LOCK, PETS_TABLE } from './schema.js';
 
 /** Creates in one statement at most. */
 export const MAX_BATCH = 256;
-/** Batches of one process in flight at once: one running, one waiting for the lock behind it. */
-const MAX_BATCHES_IN_FLIGHT = 2;
+/**
+ * Batches of one process in flight at once, by default: one running, one waiting for the lock
+ * behind it. Every process of a service takes the same id lock and holds it through its commit
+ * (the WAL flush), so commits of all processes run one after the other, and each carries only
+ * the creates of its own batch: the more batches wait at the lock, the fewer creates each
+ * flush carries. A process alone keeps a second batch queued behind the running one (the lock
+ * passes to it at once, with no round trip in between); with several processes (--workers),
+ * each keeps one, gathering the next while it runs, and the others' batches fill the gap.
+ *
+ * With one batch in flight, the next one is also filled before it goes: once a batch is
+ * answered, its creators send their next creates within moments, and a batch sent on the
+ * first turn with any create would carry only the first of them, leaving the rest to wait a
+ * whole commit (of every process) for the one after: the creates would settle into two
+ * alternating batches of half the size, each paying a flush. So the next batch goes once as
+ * many creates wait as the last one carried, or GATHER_MS after that batch was answered,
+ * whichever comes first (a load that shrank costs that wait once).
+ */
+export const DEFAULT_BATCHES_IN_FLIGHT = 2;
+/** How long, at most, a process with one batch in flight gathers the next after an answer. */
+export const GATHER_MS = 2;
 /** The scope of batch tokens in the key table; API keys' scopes are 64 hex digits. */
 export const TOKEN_SCOPE = '';
 /** A token the lookup wrote: its batch never committed, and now never will. */
@@ -110,6 +128,10 @@ export interface GroupCommitOptions {
   readonly clock: Clock;
   readonly retentionMs: number;
   readonly logger: Logger;
+  /** Batches of this process in flight at once (DEFAULT_BATCHES_IN_FLIGHT; 1 with --workers). */
+  readonly batchesInFlight?: number;
+  /** With one batch in flight: the most ms spent filling the next after an answer (GATHER_MS). */
+  readonly gatherMs?: number;
 }
 
 export class GroupCommit {
@@ -118,12 +140,19 @@ export class GroupCommit {
   #waiting: Pending[] = [];
   #inFlight = 0;
   #scheduled = false;
-  /** Statements sent, creates in them; lost answers found out, and left unknown. */
-  readonly stats = { batches: 0, creates: 0, resolved: 0, unknown: 0 };
+  readonly #maxInFlight: number;
+  readonly #gatherMs: number;
+  /** With one batch in flight: creates to wait for before the next batch goes (0: none). */
+  #fillTo = 0;
+  #gatherTimer: NodeJS.Timeout | undefined = undefined;
+  /** Statements sent, creates in them; lost answers found out, and left unknown; most batches in flight at once. */
+  readonly stats = { batches: 0, creates: 0, resolved: 0, unknown: 0, peakInFlight: 0 };
 
   constructor(pool: Pool, opts: GroupCommitOptions) {
     this.#pool = pool;
     this.#opts = opts;
+    this.#maxInFlight = Math.max(1, opts.batchesInFlight ?? DEFAULT_BATCHES_IN_FLIGHT);
+    this.#gatherMs = opts.gatherMs ?? GATHER_MS;
   }
 
   submit(input: NewPet, idem?: IdempotencyKey): Promise<BatchResult> {
@@ -134,17 +163,31 @@ export class GroupCommit {
   }
 
   #schedule(): void {
-    if (this.#scheduled || this.#inFlight >= MAX_BATCHES_IN_FLIGHT || this.#waiting.length === 0) return;
+    if (this.#scheduled || this.#inFlight >= this.#maxInFlight || this.#waiting.length === 0) return;
+    if (this.#waiting.length < this.#fillTo) {
+      // Filling the next batch (see DEFAULT_BATCHES_IN_FLIGHT): until enough wait, or time is up.
+      this.#gatherTimer ??= setTimeout(() => {
+        this.#gatherTimer = undefined;
+        this.#fillTo = 0;
+        this.#schedule();
+      }, this.#gatherMs);
+      return;
+    }
+    this.#fillTo = 0;
+    clearTimeout(this.#gatherTimer);
+    this.#gatherTimer = undefined;
     this.#scheduled = true;
     // Every create that arrives in this turn of the loop joins the batch.
     setImmediate(() => {
       this.#scheduled = false;
-      while (this.#inFlight < MAX_BATCHES_IN_FLIGHT && this.#waiting.length > 0) {
+      while (this.#inFlight < this.#maxInFlight && this.#waiting.length > 0) {
         const batch = this.#waiting.length <= MAX_BATCH ? this.#waiting : this.#waiting.slice(0, MAX_BATCH);
         this.#waiting = this.#waiting.length <= MAX_BATCH ? [] : this.#waiting.slice(MAX_BATCH);
         this.#inFlight++;
+        if (this.#inFlight > this.stats.peakInFlight) this.stats.peakInFlight = this.#inFlight;
         void this.#send(batch).finally(() => {
           this.#inFlight--;
+          if (this.#maxInFlight === 1) this.#fillTo = Math.min(batch.length, MAX_BATCH);
           this.#schedule();
         });
       }

@@ -4,6 +4,7 @@
 import type { Clock, Logger } from '../../core/index.js';
 import { DEFAULT_IDEMPOTENCY_RETENTION_HOURS, describeError, systemClock } from '../../core/index.js';
 import { StoreOpenError } from '../errors.js';
+import { DEFAULT_BATCHES_IN_FLIGHT } from './create-batch.js';
 import { DriverMissingError, loadPostgres } from './driver.js';
 import { Pool } from './pool.js';
 import { PostgresStore } from './postgres-store.js';
@@ -16,6 +17,13 @@ export interface PostgresStoreOptions {
   readonly clock?: Clock;
   /** How long an idempotency key is remembered, in ms; default 24 hours. */
   readonly idempotencyRetentionMs?: number;
+  /**
+   * Processes of this service on this machine (--workers N; default 1). With more than one,
+   * each keeps one batch of creates in flight instead of two (create-batch.ts).
+   */
+  readonly processes?: number;
+  /** With more than one process: the most ms spent filling the next batch (create-batch.ts GATHER_MS). */
+  readonly gatherMs?: number;
 }
 
 export async function openPostgresStore(url: string, opts: PostgresStoreOptions): Promise<PostgresStore> {
@@ -79,6 +87,8 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions)
     clock: opts.clock ?? systemClock,
     retentionMs: opts.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_HOURS * 3_600_000,
     logger: opts.logger,
+    batchesInFlight: (opts.processes ?? 1) > 1 ? 1 : DEFAULT_BATCHES_IN_FLIGHT,
+    ...(opts.gatherMs === undefined ? {} : { gatherMs: opts.gatherMs }),
   });
   // Keys that expired while no process created any (one bounded statement; it never fails the start).
   await store.sweepExpiredKeys();

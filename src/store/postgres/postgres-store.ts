@@ -12,7 +12,7 @@ import { checkSeedInput, planBatch, type Op } from '../batch.js';
 import { makePet, petJson } from '../codec.js';
 import type { CreateOutcome, IdempotencyKey, ListQuery, PetStore, SeedPet, StoredPet } from '../contract.js';
 import type { SqlRow } from './driver.js';
-import { GroupCommit } from './create-batch.js';
+import { GroupCommit, type GroupCommitOptions } from './create-batch.js';
 import { KeyedCreates, type KeyedCreateOptions } from './keyed-create.js';
 import type { Pool } from './pool.js';
 import { ID_SEQUENCE, KEYS_TABLE, ORDER_LOCK, PETS_TABLE } from './schema.js';
@@ -52,7 +52,7 @@ export class PostgresStore implements PetStore {
   readonly #batch: GroupCommit;
   readonly #keyed: KeyedCreates;
 
-  constructor(pool: Pool, keys: KeyedCreateOptions) {
+  constructor(pool: Pool, keys: KeyedCreateOptions & Pick<GroupCommitOptions, 'batchesInFlight' | 'gatherMs'>) {
     this.#pool = pool;
     this.#batch = new GroupCommit(pool, keys);
     this.#keyed = new KeyedCreates(pool, this.#batch, keys);

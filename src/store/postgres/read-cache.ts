@@ -64,6 +64,8 @@ export class ReadCachedStore implements PetStore {
   #pagePets = 0;
   /** Moves on whenever the generation changes; a fill started in an older epoch is dropped. */
   #epoch = 0;
+  /** Counts down from -1: each read of `generation` or `count` that must never match again. */
+  #never = 0;
   readonly stats: ReadCacheStats = { petHits: 0, pageHits: 0, misses: 0 };
 
   constructor(inner: PagedPetStore, generation: StoreGeneration, opts: ReadCacheOptions = {}) {
@@ -72,6 +74,24 @@ export class ReadCachedStore implements PetStore {
     this.#maxPets = opts.maxPets ?? DEFAULT_MAX_PETS;
     this.#maxPagePets = opts.maxPagePets ?? DEFAULT_MAX_PAGE_PETS;
     generation.onChange(() => this.#clear());
+  }
+
+  /**
+   * The page version (store/contract.ts) that lets the HTTP layer keep answers as bytes, as it
+   * does for the file store: `generation` is the cache's epoch while the store generation is
+   * known (it moves on with every change of it, so bytes kept before a reset or a seed are
+   * never served after it), and a value never given before while it is unknown (nothing
+   * stamped then or earlier is served). `count` is a value never given before on every read:
+   * another process may add pets at any time, so a last page (valid only while `count` holds)
+   * is never served from bytes, only a page followed by a further pet, which is final for the
+   * reason full pages are kept here.
+   */
+  get generation(): number {
+    return this.#generation.token === undefined ? --this.#never : this.#epoch;
+  }
+
+  get count(): number {
+    return --this.#never;
   }
 
   /** Pets and page references held now. */
