@@ -55,7 +55,7 @@ test('a restore puts back pets, next id, keys, limiter state, faults and clock o
   p.faults.set(fault({ operation: 'createPet', status: 503, count: 3 }));
   p.faults.take('createPet');
   clock.advance(1000);
-  const before = { keys: p.keys.exportSnapshot(), addresses: p.addresses.exportSnapshot(), faults: p.faults.list(), offset: clock.offsetMs };
+  const before = { keys: await p.keys.exportSnapshot(), addresses: await p.addresses.exportSnapshot(), faults: p.faults.list(), offset: clock.offsetMs };
 
   assert.deepEqual(await ok(p.snapshots.save('base')), { name: 'base', pets: 2 });
 
@@ -75,8 +75,8 @@ test('a restore puts back pets, next id, keys, limiter state, faults and clock o
   assert.equal(replay.kind, 'replayed', 'the idempotency key came back');
   assert.equal(clock.offsetMs, before.offset);
   assert.deepEqual(p.faults.list(), before.faults);
-  assert.deepEqual(p.keys.exportSnapshot(), before.keys, 'buckets, strikes and LRU order as saved, the time since not counted');
-  assert.deepEqual(p.addresses.exportSnapshot(), before.addresses);
+  assert.deepEqual(await p.keys.exportSnapshot(), before.keys, 'buckets, strikes and LRU order as saved, the time since not counted');
+  assert.deepEqual(await p.addresses.exportSnapshot(), before.addresses);
   assert.equal(p.keys.take('key-1', LIMITS).outcome, 'rate_limited', 'the key is still empty, not banned');
 });
 
