@@ -50,8 +50,14 @@ export interface Limiter {
   flush(): Promise<void>;
   /** Stops background work and makes the state durable a last time. Idempotent. */
   close(): Promise<void>;
-  /** The exact state, for a named snapshot; absent where the state is not in this process (Redis). */
-  exportSnapshot?(): LimiterSnapshot;
-  /** Puts back a state exportSnapshot() gave, replacing the current one. */
-  importSnapshot?(snapshot: LimiterSnapshot): void;
+  /**
+   * The exact state as it is at the call, for a named snapshot, copied in chunks that yield
+   * to the event loop; absent where the state is not in this process (Redis).
+   */
+  exportSnapshot?(): Promise<LimiterSnapshot>;
+  /**
+   * Builds a state exportSnapshot() gave aside, in chunks, and resolves with the step that
+   * swaps it in at once (`mono`: the monotonic time of the swap, default now).
+   */
+  prepareImport?(snapshot: LimiterSnapshot, mono?: number): Promise<() => void>;
 }

@@ -123,9 +123,12 @@ export interface SnapshotStore {
    * Puts a snapshot of this store back exactly (pets, next id, keys with the age they had);
    * the file store makes it durable before resolving. Rejects as a write does (503).
    * `alongside` runs in the same synchronous step as the swap, just before it (the rest of a
-   * service's state is put back there, so that no request sees half of it).
+   * service's state is put back there, so that no request sees half of it). The new state is
+   * built aside in chunks before that step; requests meanwhile see the state before.
+   * `now`: the wall time the keys' ages count from (the clock's reading at the swap; default
+   * the clock's reading when called).
    */
-  restoreSnapshot(snapshot: StoreSnapshot, alongside?: () => void): Promise<void>;
+  restoreSnapshot(snapshot: StoreSnapshot, alongside?: () => void, now?: number): Promise<void>;
 }
 
 export function canSnapshot(store: PetStore): store is PetStore & SnapshotStore {

@@ -134,9 +134,9 @@ export class KeyTable {
     return new KeyCursor(this.#live.entries(), this.#scopes, this.retentionMs, now);
   }
 
-  /** A cursor over saved entries (a restore being written to disk), in this table's slots. */
-  cursorOf(entries: ReadonlyArray<readonly [string, LiveKey]>, now: number): KeyCursor {
-    return new KeyCursor(entries[Symbol.iterator]() as IterableIterator<[string, LiveKey]>, this.#scopes, this.retentionMs, now);
+  /** A cursor over another table's entries in this table's slots (a restore being written to disk). */
+  cursorOf(entries: ReadonlyMap<string, LiveKey>, now: number): KeyCursor {
+    return new KeyCursor(entries.entries() as IterableIterator<[string, LiveKey]>, this.#scopes, this.retentionMs, now);
   }
 
   /**
@@ -148,9 +148,9 @@ export class KeyTable {
     return this.#live.entries();
   }
 
-  /** Replaces the live keys by saved ones (slots of this table, ascending id), pending ones kept. */
-  replace(entries: ReadonlyArray<readonly [string, LiveKey]>): void {
-    this.#live = new Map(entries as ReadonlyArray<[string, LiveKey]>);
+  /** Replaces the live keys by a table built aside (slots of this table, ascending id), at once; pending ones kept. */
+  replace(entries: Map<string, LiveKey>): void {
+    this.#live = entries;
   }
 }
 

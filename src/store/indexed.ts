@@ -6,7 +6,7 @@ import type { CreateOutcome, IdempotencyKey, ListQuery, LocalPetStore, SeedPet, 
 import { keyRecord, newPetFingerprint, type KeyTable } from './idempotency.js';
 import type { PetIndex } from './pet-index.js';
 import { readPage, readPet, storedPet } from './reads.js';
-import { copyForRestore, copyState, liveKeys, type LocalSnapshot } from './snapshot-copy.js';
+import { copyState, prepareRestore, type LocalSnapshot, type PreparedRestore } from './snapshot-copy.js';
 import type { Clock, NewPet } from '../core/index.js';
 
 const MISMATCH: CreateOutcome = { kind: 'mismatch' };
@@ -98,23 +98,25 @@ export abstract class IndexedStore implements LocalPetStore, SnapshotStore {
   }
 
   /**
-   * Puts a snapshot back: fresh arrays are copied in chunks first, then swapped in at once
-   * (applySnapshot), by the store's own writer where it has one (the file store, durably).
+   * Puts a snapshot back: the new state is built aside in chunks first (prepareRestore),
+   * then swapped in at once (commitRestore), by the store's own writer where it has one (the
+   * file store, durably). `now`: the wall time the keys' ages count from, the clock's reading
+   * at the swap (default now; a restore that also puts back a clock offset passes the time
+   * that offset gives).
    */
-  async restoreSnapshot(snapshot: StoreSnapshot, alongside?: () => void): Promise<void> {
+  async restoreSnapshot(snapshot: StoreSnapshot, alongside?: () => void, now = this.clock.now()): Promise<void> {
     const s = snapshot as LocalSnapshot;
-    if (s.state === undefined || !Array.isArray(s.keys)) throw new TypeError('not a snapshot of this kind of store');
-    const arrays = await copyForRestore(s);
-    await this.commitRestore(s, () => {
-      // First, so that a clock put back with it dates the keys.
+    if (s.state === undefined || s.keys === undefined || !(s.keys.ages instanceof Float64Array)) throw new TypeError('not a snapshot of this kind of store');
+    const prepared = await prepareRestore(s, now);
+    await this.commitRestore(s, prepared, () => {
       alongside?.();
-      this.index.restore(arrays.pets, arrays.byStatus, s.nextId);
-      this.keys.replace(liveKeys(s.keys, this.clock.now()));
+      this.index.restore(prepared.pets, prepared.byStatus, s.nextId);
+      this.keys.replace(prepared.keys);
     });
   }
 
   /** Makes a restore durable where the store is, then calls `apply` (the memory store: at once). */
-  protected commitRestore(_snapshot: LocalSnapshot, apply: () => void): Promise<void> {
+  protected commitRestore(_snapshot: LocalSnapshot, _prepared: PreparedRestore, apply: () => void): Promise<void> {
     apply();
     return Promise.resolve();
   }

@@ -6,16 +6,30 @@ import type { StoreSnapshot } from './contract.js';
 import type { KeyTable, LiveKey } from './idempotency.js';
 import type { IndexState } from './pet-index.js';
 
-/** Idempotency keys copied between yields (a few ms of work at most). */
-export const COPY_CHUNK = 32_768;
+/**
+ * Idempotency keys copied (or put into a new table) between yields: well under a
+ * millisecond of work (docs/harness.md, snapshots).
+ */
+export const COPY_CHUNK = 4096;
+/** Array slots (pointers or small integers) copied between yields by a restore. */
+export const ARRAY_CHUNK = 65_536;
 
 /** Gives the event loop one turn (timers, I/O) before going on. */
 export function yieldToLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-/** A saved key: its slot in the table, its pet, and how old it was when saved. */
-export type SavedKey = readonly [slot: string, id: number, ageMs: number];
+/**
+ * The saved keys, `count` of them, in ascending pet id: each one's slot in the table, its
+ * pet, and how old it was when saved. Typed arrays rather than an object per key: many small
+ * objects made while requests are served cost the young-generation collector long pauses.
+ */
+export interface SavedKeys {
+  readonly count: number;
+  readonly slots: readonly string[];
+  readonly ids: Float64Array;
+  readonly ages: Float64Array;
+}
 
 /**
  * What a local store's snapshot holds (StoreSnapshot, opened): the index's arrays by
@@ -24,61 +38,95 @@ export type SavedKey = readonly [slot: string, id: number, ageMs: number];
  */
 export interface LocalSnapshot extends StoreSnapshot {
   readonly state: IndexState;
-  readonly keys: readonly SavedKey[];
+  readonly keys: SavedKeys;
 }
 
 /** Bytes per array slot (a pointer or a small integer). */
 const SLOT_BYTES = 8;
-/** A saved key's tuple and its numbers, besides the slot string. */
-const KEY_BYTES = 64;
+/** A saved key's slot pointer and two numbers, besides the slot string. */
+const KEY_BYTES = 24;
 
 /**
  * The index's state (by reference) and a copy of the live keys of `table` (those of pets
  * below state.nextId and younger than the retention at `now`), walked in chunks. The keys'
- * iterator is taken before the first yield, so the copy is the state at the call, whatever
- * happens meanwhile.
+ * iterator is taken before the first yield, so the copy is the state at the call: keys added
+ * meanwhile belong to pets above state.nextId and are skipped. (A key deleted meanwhile had
+ * expired when deleted: at most one that expired during the copy's few ms is missed.)
  */
 export async function copyState(state: IndexState, table: KeyTable, now: number): Promise<LocalSnapshot> {
   const entries = table.walk();
+  const most = table.size;
   const retention = table.retentionMs;
-  const keys: SavedKey[] = [];
+  const slots = new Array<string>(most);
+  const ids = new Float64Array(most);
+  const ages = new Float64Array(most);
+  let count = 0;
   let keyChars = 0;
   let n = 0;
   for (const [slot, key] of entries) {
     if (++n % COPY_CHUNK === 0) await yieldToLoop();
-    if (key.id >= state.nextId || key.at + retention <= now) continue;
-    keys.push([slot, key.id, now - key.at]);
+    if (key.id >= state.nextId || key.at + retention <= now || count === most) continue;
+    slots[count] = slot;
+    ids[count] = key.id;
+    ages[count] = now - key.at;
+    count++;
     keyChars += slot.length;
   }
   const b = state.byStatus;
-  const slots = state.count + b.available.count + b.pending.count + b.sold.count;
+  const arraySlots = state.count + b.available.count + b.pending.count + b.sold.count;
   return {
     pets: state.count,
     nextId: state.nextId,
-    idempotencyKeys: keys.length,
-    bytes: slots * SLOT_BYTES + keys.length * KEY_BYTES + keyChars * 2,
+    idempotencyKeys: count,
+    bytes: arraySlots * SLOT_BYTES + most * KEY_BYTES + keyChars * 2,
     state,
-    keys,
+    keys: { count, slots, ids, ages },
   };
 }
 
-/**
- * Fresh arrays of a snapshot for the index to own (it appends to them): one slice per array
- * (a block copy, a few ms for a million pets), with a turn of the event loop between them.
- */
-export async function copyForRestore(s: LocalSnapshot): Promise<{ pets: Pet[]; byStatus: Record<PetStatus, number[]> }> {
-  const { state } = s;
-  const pets = state.pets.slice(0, state.count) as Pet[];
-  await yieldToLoop();
-  const available = state.byStatus.available.positions.slice(0, state.byStatus.available.count);
-  await yieldToLoop();
-  const pending = state.byStatus.pending.positions.slice(0, state.byStatus.pending.count);
-  await yieldToLoop();
-  const sold = state.byStatus.sold.positions.slice(0, state.byStatus.sold.count);
-  return { pets, byStatus: { available, pending, sold } };
+/** The restored state, built aside: the index's new arrays and the new key table. */
+export interface PreparedRestore {
+  readonly pets: Pet[];
+  readonly byStatus: Record<PetStatus, number[]>;
+  /** The saved keys as live entries at the restore's `now`, in ascending pet id. */
+  readonly keys: Map<string, LiveKey>;
+  /** The wall time the keys' ages count from. */
+  readonly now: number;
 }
 
-/** The saved keys as live entries at `now`: each as old as it was when saved. */
-export function liveKeys(keys: readonly SavedKey[], now: number): Array<[string, LiveKey]> {
-  return keys.map(([slot, id, ageMs]) => [slot, { id, at: now - ageMs }]);
+/**
+ * Fresh arrays of a snapshot for the index to own (it appends to them), and its keys as a
+ * new table, each key as old at `now` as it was when saved: all copied in chunks with a turn
+ * of the event loop between them, so that no step holds requests up for more than a
+ * fraction of a millisecond.
+ */
+export async function prepareRestore(s: LocalSnapshot, now: number): Promise<PreparedRestore> {
+  const { state } = s;
+  const pets = await copyPrefix(state.pets as Pet[], state.count);
+  const b = state.byStatus;
+  const available = await copyPrefix(b.available.positions, b.available.count);
+  const pending = await copyPrefix(b.pending.positions, b.pending.count);
+  const sold = await copyPrefix(b.sold.positions, b.sold.count);
+  const keys = new Map<string, LiveKey>();
+  const saved = s.keys;
+  for (let start = 0; start < saved.count; start += COPY_CHUNK) {
+    await yieldToLoop();
+    const end = Math.min(saved.count, start + COPY_CHUNK);
+    for (let i = start; i < end; i++) {
+      keys.set(saved.slots[i] as string, { id: saved.ids[i] as number, at: now - (saved.ages[i] as number) });
+    }
+  }
+  return { pets, byStatus: { available, pending, sold }, keys, now };
+}
+
+/** A new array of the first `count` items of `from`, ARRAY_CHUNK at a time, yielding before each. */
+async function copyPrefix<T>(from: readonly T[], count: number): Promise<T[]> {
+  await yieldToLoop();
+  const out = from.slice(0, Math.min(count, ARRAY_CHUNK));
+  for (let start = ARRAY_CHUNK; start < count; start += ARRAY_CHUNK) {
+    await yieldToLoop();
+    const end = Math.min(count, start + ARRAY_CHUNK);
+    for (let i = start; i < end; i++) out.push(from[i] as T);
+  }
+  return out;
 }

@@ -55,7 +55,7 @@ test('a restore puts back pets, next id, keys, limiter state, faults and clock o
   p.faults.set(fault({ operation: 'createPet', status: 503, count: 3 }));
   p.faults.take('createPet');
   clock.advance(1000);
-  const before = { keys: p.keys.exportSnapshot(), addresses: p.addresses.exportSnapshot(), faults: p.faults.list(), offset: clock.offsetMs };
+  const before = { keys: await p.keys.exportSnapshot(), addresses: await p.addresses.exportSnapshot(), faults: p.faults.list(), offset: clock.offsetMs };
 
   assert.deepEqual(await ok(p.snapshots.save('base')), { name: 'base', pets: 2 });
 
@@ -75,8 +75,8 @@ test('a restore puts back pets, next id, keys, limiter state, faults and clock o
   assert.equal(replay.kind, 'replayed', 'the idempotency key came back');
   assert.equal(clock.offsetMs, before.offset);
   assert.deepEqual(p.faults.list(), before.faults);
-  assert.deepEqual(p.keys.exportSnapshot(), before.keys, 'buckets, strikes and LRU order as saved, the time since not counted');
-  assert.deepEqual(p.addresses.exportSnapshot(), before.addresses);
+  assert.deepEqual(await p.keys.exportSnapshot(), before.keys, 'buckets, strikes and LRU order as saved, the time since not counted');
+  assert.deepEqual(await p.addresses.exportSnapshot(), before.addresses);
   assert.equal(p.keys.take('key-1', LIMITS).outcome, 'rate_limited', 'the key is still empty, not banned');
 });
 
@@ -203,4 +203,47 @@ test('file store: a restore that cannot be written is a 503 and changes nothing'
   } finally {
     await reopened.close();
   }
+});
+
+test('a save and a restore work in chunks: the event loop gets turns, and what runs between them sees one whole state', async () => {
+  const clock = new ManualClock();
+  const p = parts(openMemoryStore({ clock }), clock);
+  const addresses = new MemoryLimiter({ clock, ban: BAN, maxEntries: 50_000 });
+  const snapshots = new Snapshots({ store: p.store, limiters: [p.keys, addresses], faults: p.faults, clock });
+  await p.store.seed(Array.from({ length: 200_000 }, (_, i) => ({ name: `P${i}`, categoryId: 1, status: i % 3 === 0 ? 'sold' as const : undefined })));
+  for (let i = 0; i < 20_000; i++) await p.store.createIdempotent(pet(`K${i}`), { scope: SCOPE, key: `k${i}`, fingerprint: newPetFingerprint(pet(`K${i}`)) });
+  for (let i = 0; i < 30_000; i++) addresses.take(`10.0.${i >> 8}.${i & 255}`, LIMITS);
+
+  /** Runs `op`, counting turns of the event loop until it settles and checking `between` at each. */
+  async function turns(op: Promise<unknown>, between: () => void): Promise<number> {
+    let done = false;
+    void op.finally(() => { done = true; });
+    let n = 0;
+    while (!done) {
+      between();
+      n++;
+      await new Promise((r) => setImmediate(r));
+    }
+    await op;
+    return n;
+  }
+
+  const savedTurns = await turns(ok(snapshots.save('big')), () => {
+    addresses.take('10.9.9.9', LIMITS); // a request during the save: not in it
+  });
+  assert.ok(savedTurns >= 5, `a save of 20,000 keys and 30,000 addresses gave the loop ${savedTurns} turns`);
+
+  await p.store.reset();
+  addresses.reset();
+  addresses.take('192.168.1.1', LIMITS);
+  const restoredTurns = await turns(ok(snapshots.restore('big')), () => {
+    // Between the chunks: the state before, whole (the restored one only after the swap).
+    const before = p.store.count === 0;
+    assert.equal(addresses.size, before ? 1 : 30_000);
+    assert.equal(p.store.idempotencyKeys, before ? 0 : 20_000);
+  });
+  assert.ok(restoredTurns >= 5, `a restore of 220,000 pets gave the loop ${restoredTurns} turns`);
+  assert.equal(p.store.count, 220_000);
+  assert.equal(addresses.size, 30_000, 'the address taken during the save is not in it');
+  assert.equal(addresses.peek('10.9.9.9', LIMITS).remaining, String(LIMITS.perMinute), 'unknown again: full bucket');
 });

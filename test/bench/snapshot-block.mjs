@@ -1,53 +1,157 @@
 // How long a named snapshot of many pets holds the event loop, and what it costs in heap.
 // Run after `node build.mjs --tests`:
-//   node --expose-gc test/bench/snapshot-block.mjs [--pets 1000000]
-// Prints the longest event-loop block (perf_hooks.monitorEventLoopDelay, 1 ms resolution)
-// while saving and while restoring, and the heap the snapshot holds once saved.
+//   node --expose-gc test/bench/snapshot-block.mjs [--pets 1000000] [--keys 1000]
+//     [--addresses 100000] [--idempotency 100000] [--store memory|file] [--build DIR]
+// `--build` takes another checkout's build/src (e.g. a worktree of an older commit), so that
+// before and after run the same bench in one session.
+//
+// Prints, for a save and for a restore: the time taken, the longest event-loop block seen by
+// two samplers (a setImmediate chain timing the gaps between its turns, which is exact to the
+// chunk, with the main thread's CPU time in the gap; and perf_hooks.monitorEventLoopDelay,
+// 1 ms resolution), the peak heap while it ran (sampled every 2 ms) and the heap it keeps
+// after gc, both above the heap before. On a busy machine the wall time of a block includes
+// time the OS gave other processes: the CPU figure is the block the code itself made.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const { values } = parseArgs({ options: { pets: { type: 'string', default: '1000000' }, addresses: { type: 'string', default: '100000' } } });
+const { values } = parseArgs({
+  options: {
+    pets: { type: 'string', default: '1000000' },
+    keys: { type: 'string', default: '1000' },
+    addresses: { type: 'string', default: '100000' },
+    idempotency: { type: 'string', default: '100000' },
+    store: { type: 'string', default: 'memory' },
+    build: { type: 'string' },
+    label: { type: 'string', default: '' },
+  },
+});
 const count = Number(values.pets);
-const root = new URL('../../build/src/', import.meta.url).href;
-const { openMemoryStore } = await import(`${root}store/index.js`);
+const idemCount = Math.min(count, Number(values.idempotency));
+const root = values.build === undefined ? new URL('../../build/src/', import.meta.url).href : pathToFileURL(resolve(values.build) + '/').href;
+const { openMemoryStore, openFileStore, newPetFingerprint } = await import(`${root}store/index.js`);
 const { Faults, Snapshots } = await import(`${root}api/index.js`);
 const { MemoryLimiter } = await import(`${root}limits/index.js`);
-const { ManualClock } = await import(`${root}core/index.js`);
+const { ManualClock, silentLogger } = await import(`${root}core/index.js`);
 
 const gc = globalThis.gc ?? (() => undefined);
 const mib = (n) => `${(n / 1048576).toFixed(1)} MiB`;
 const clock = new ManualClock();
-const store = openMemoryStore({ clock });
+let dir;
+let store;
+if (values.store === 'file') {
+  dir = mkdtempSync(join(tmpdir(), 'snapshot-block-'));
+  store = await openFileStore(join(dir, 'pets.json'), { clock, logger: silentLogger });
+} else {
+  store = openMemoryStore({ clock });
+}
 const limiters = [new MemoryLimiter({ clock, ban: { after: 20, seconds: 300 } }), new MemoryLimiter({ clock, ban: { after: 20, seconds: 300 }, maxEntries: 100_000 })];
-for (let i = 0; i < 1000; i++) limiters[0].take(`key-${i}`, { perMinute: 60, perDay: 1000 });
+for (let i = 0; i < Number(values.keys); i++) limiters[0].take(`key-${i}`, { perMinute: 60, perDay: 1000 });
 for (let i = 0; i < Number(values.addresses); i++) limiters[1].take(`10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, { perMinute: 30, perDay: 500 });
 const statuses = ['available', 'pending', 'sold', undefined];
-for (let start = 0; start < count; start += 100_000) {
-  await store.seed(Array.from({ length: Math.min(100_000, count - start) }, (_, i) => ({ name: `Pet ${start + i}`, categoryId: i, status: statuses[i % 4] })));
+const plain = count - idemCount;
+for (let start = 0; start < plain; start += 100_000) {
+  await store.seed(Array.from({ length: Math.min(100_000, plain - start) }, (_, i) => ({ name: `Pet ${start + i}`, categoryId: i, status: statuses[i % 4] })));
+}
+const scope = 'a'.repeat(64);
+for (let start = 0; start < idemCount; start += 10_000) {
+  const batch = [];
+  for (let i = start; i < Math.min(idemCount, start + 10_000); i++) {
+    const pet = { name: `Keyed ${i}`, categoryId: i, status: statuses[i % 4] };
+    if (pet.status === undefined) delete pet.status;
+    batch.push(store.createIdempotent(pet, { scope, key: `key-${i}`, fingerprint: newPetFingerprint(pet) }));
+  }
+  await Promise.all(batch);
 }
 const snapshots = new Snapshots({ store, limiters, faults: new Faults(), clock });
+
+/**
+ * The longest gap between turns of a setImmediate chain (wall time, and the main thread's
+ * CPU time in that gap: on a shared machine a gap may be the OS running someone else), the
+ * longest gap by CPU time, and the peak heap sampled every 2 ms meanwhile.
+ */
+function sampler() {
+  let on = true;
+  let last = performance.now();
+  let lastCpu = cpuMs();
+  let longest = { wall: 0, cpu: 0 };
+  let busiest = 0;
+  let peak = 0;
+  const turn = () => {
+    const t = performance.now();
+    const c = cpuMs();
+    if (t - last > longest.wall) longest = { wall: t - last, cpu: c - lastCpu };
+    if (c - lastCpu > busiest) busiest = c - lastCpu;
+    last = t;
+    lastCpu = c;
+    if (on) setImmediate(turn);
+  };
+  setImmediate(turn);
+  const heap = setInterval(() => {
+    const used = process.memoryUsage().heapUsed;
+    if (used > peak) peak = used;
+  }, 2);
+  return {
+    stop() {
+      on = false;
+      clearInterval(heap);
+      return { longest, busiest, peak };
+    },
+  };
+}
+
+/**
+ * CPU time of the main thread alone, in ms, where Linux tells it (schedstat, ns): a gap's
+ * main-thread CPU is the block as the code made it, without the time the OS gave other
+ * processes and without the collector's helper threads. Else the whole process's CPU time.
+ */
+const SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`;
+const hasSchedstat = (() => {
+  try {
+    return Number.isFinite(Number(readFileSync(SCHEDSTAT, 'utf8').split(' ')[0]));
+  } catch {
+    return false;
+  }
+})();
+function cpuMs() {
+  if (hasSchedstat) return Number(readFileSync(SCHEDSTAT, 'utf8').split(' ')[0]) / 1e6;
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
 
 async function measure(label, fn) {
   gc();
   const before = process.memoryUsage().heapUsed;
   const h = monitorEventLoopDelay({ resolution: 1 });
   h.enable();
-  await new Promise((resolve) => setTimeout(resolve, 10));
+  await new Promise((r) => setTimeout(r, 10));
+  const s = sampler();
   const started = performance.now();
-  await fn();
+  const result = await fn();
   const took = performance.now() - started;
   // One more turn, so that a block at the very end is seen by the histogram's timer too.
-  await new Promise((resolve) => setTimeout(resolve, 10));
+  await new Promise((r) => setTimeout(r, 10));
+  const { longest, busiest, peak } = s.stop();
   h.disable();
-  const held = process.memoryUsage().heapUsed - before;
+  if (result instanceof Error) throw result;
+  const end = Math.max(peak, process.memoryUsage().heapUsed) - before;
   gc();
   const kept = process.memoryUsage().heapUsed - before;
-  console.log(`${label}: ${count} pets in ${took.toFixed(0)} ms; longest event-loop block ${(h.max / 1e6).toFixed(1)} ms (p99 ${(h.percentile(99) / 1e6).toFixed(1)} ms); heap +${mib(held)} at the end, +${mib(kept)} kept after gc`);
+  console.log(`${values.label}${label}: ${took.toFixed(0)} ms; longest block ${longest.wall.toFixed(1)} ms wall (main-thread CPU in it ${longest.cpu.toFixed(1)} ms; most main-thread CPU in one block ${busiest.toFixed(1)} ms; loop-delay histogram: max ${(h.max / 1e6).toFixed(1)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(1)} ms); heap peak +${mib(end)}, kept +${mib(kept)} after gc`);
 }
 
 gc();
 const heap = process.memoryUsage().heapUsed;
-console.log(`store: ${count} pets, heap ${mib(heap)}; limiters: ${limiters[0].size} keys, ${limiters[1].size} addresses`);
+console.log(`${values.label}${values.store} store: ${count} pets (${idemCount} with an idempotency key), heap ${mib(heap)}; limiters: ${limiters[0].size} keys, ${limiters[1].size} addresses`);
 await measure('save', () => snapshots.save('one'));
-console.log(`snapshot estimate: ${mib(snapshots.bytes)}`);
+console.log(`${values.label}snapshot estimate: ${mib(snapshots.bytes)}`);
+// Something to undo: the restore has real work to do on the limiters and the store.
+await store.create({ name: 'after', categoryId: 1 });
+limiters[1].take('192.168.0.1', { perMinute: 30, perDay: 500 });
 await measure('restore', () => snapshots.restore('one'));
+if (store.count !== count) throw new Error(`restored ${store.count} pets, not ${count}`);
+await store.close();
+if (dir !== undefined) rmSync(dir, { recursive: true, force: true });

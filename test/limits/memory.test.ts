@@ -706,3 +706,102 @@ describe('very large plans', () => {
     }
   });
 });
+
+describe('named snapshots (exportSnapshot, prepareImport)', () => {
+  /** A small deterministic generator, so that a failure can be replayed. */
+  function random(seed: number): () => number {
+    let s = seed >>> 0;
+    return () => {
+      s = (s + 0x6d2b79f5) >>> 0;
+      let t = s;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+  it('an export is the state at the call, whatever requests do while it is written in chunks', async () => {
+    for (const seed of [1, 2, 3, 4]) {
+      const { clock, limiter } = setup({ after: 2, seconds: 300 }, 40_000);
+      const pick = random(seed);
+      const ids = (n: number): string => `10.${n >> 16}.${(n >> 8) & 255}.${n & 255}`;
+      for (let i = 0; i < 60_000; i++) limiter.take(ids(Math.floor(pick() * 60_000)), FREE);
+      clock.advance(1234);
+      const quiet = await limiter.exportSnapshot();
+      const exporting = limiter.exportSnapshot();
+      // Between the chunks: charges (moving ids to the young end, from the old part's start,
+      // middle and end), refusals and bans, new ids, evictions of old ones, peeks.
+      let turns = 0;
+      let settled = false;
+      void exporting.then(() => { settled = true; });
+      while (!settled) {
+        for (let k = 0; k < 300; k++) {
+          const r = pick();
+          if (r < 0.5) limiter.take(ids(Math.floor(pick() * 60_000)), FREE);
+          else if (r < 0.6) for (let j = 0; j < 5; j++) limiter.take('hot', { perMinute: 1, perDay: 10 });
+          else if (r < 0.8) limiter.take(ids(100_000 + Math.floor(pick() * 100_000)), FREE);
+          else limiter.peek(ids(Math.floor(pick() * 60_000)), FREE);
+        }
+        clock.advance(7);
+        turns++;
+        await turn();
+      }
+      assert.ok(turns > 1, `the export gave the event loop a turn (${turns})`);
+      assert.deepEqual(await exporting, quiet, `seed ${seed}`);
+    }
+  });
+
+  it('ids charged from the young end backwards while an export runs keep their places in it', async () => {
+    const { limiter } = setup();
+    for (let i = 0; i < 6000; i++) limiter.take(`id-${i}`, FREE);
+    const quiet = await limiter.exportSnapshot();
+    const exporting = limiter.exportSnapshot(); // its first chunk is written at the call
+    limiter.take('new', FREE); // from now on the old part's last id is not the youngest
+    for (let i = 5999; i > 5500; i--) limiter.take(`id-${i}`, FREE);
+    for (let i = 5500; i > 5000; i -= 3) limiter.take(`id-${i}`, FREE);
+    await turn();
+    for (let i = 5000; i > 4090; i--) limiter.take(`id-${i}`, FREE);
+    assert.deepEqual(await exporting, quiet);
+  });
+
+  it('an export racing a reset and a smaller bound is still the state at the call', async () => {
+    const { limiter } = setup(BAN, 50_000);
+    for (let i = 0; i < 30_000; i++) limiter.take(`id-${i}`, FREE);
+    const quiet = await limiter.exportSnapshot();
+    const exporting = limiter.exportSnapshot();
+    await turn();
+    limiter.configure(BAN, 10_000); // evicts the 20,000 oldest at once
+    await turn();
+    limiter.take('id-29999', FREE);
+    limiter.reset();
+    limiter.take('id-1', FREE);
+    assert.deepEqual(await exporting, quiet);
+  });
+
+  it('an import is built aside in chunks and swapped in at once; the time it took does not count', async () => {
+    const { clock, limiter } = setup({ after: 1, seconds: 60 });
+    for (let i = 0; i < 10_000; i++) limiter.take(`id-${i}`, FREE);
+    for (let i = 0; i < 5; i++) limiter.take('banned', { perMinute: 1, perDay: 10 });
+    const saved = await limiter.exportSnapshot();
+    const bannedBefore = limiter.peek('banned', { perMinute: 1, perDay: 10 });
+    limiter.reset();
+    limiter.take('later', FREE);
+    const preparing = limiter.prepareImport(saved);
+    let turns = 0;
+    let swap: (() => void) | undefined;
+    void preparing.then((s) => { swap = s; });
+    while (swap === undefined) {
+      assert.equal(limiter.size, 1, 'nothing of the import shows before the swap');
+      clock.advance(1000);
+      turns++;
+      await turn();
+    }
+    assert.ok(turns > 1, `the import gave the event loop a turn (${turns})`);
+    clock.advance(5000);
+    swap();
+    assert.equal(limiter.size, 10_001);
+    assert.deepEqual(await limiter.exportSnapshot(), saved, 'every id exactly as saved');
+    assert.equal(limiter.peek('banned', { perMinute: 1, perDay: 10 }).retryAfter, bannedBefore.retryAfter);
+  });
+});

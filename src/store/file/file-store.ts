@@ -23,7 +23,7 @@ import { fsyncDir, makeDir, unlinkIfPresent } from './disk.js';
 import type { DiskOp, IoHook, StorePaths } from './disk.js';
 import { StoreBusyError, StoreUnavailableError } from '../errors.js';
 import type { KeyCursor, KeyTable } from '../idempotency.js';
-import { liveKeys, type LocalSnapshot } from '../snapshot-copy.js';
+import type { LocalSnapshot, PreparedRestore } from '../snapshot-copy.js';
 import type { IndexView, PetIndex } from '../pet-index.js';
 import { JournalWriter } from './journal.js';
 import type { DataLock } from './lock.js';
@@ -73,6 +73,8 @@ const DEFAULT_COMPACT_MIN_BYTES = 1024 * 1024;
 interface RestoreTask {
   readonly kind: 'restore';
   readonly snapshot: LocalSnapshot;
+  /** The restored state, built aside before the task was queued. */
+  readonly prepared: PreparedRestore;
   readonly apply: () => void;
   resolve(): void;
   reject(err: Error): void;
@@ -159,13 +161,13 @@ export class FileStore extends IndexedStore {
    * A restore, made durable by the writer between batches: every write queued before it is
    * written first, every write queued after it goes on top of the restored state.
    */
-  protected override commitRestore(snapshot: LocalSnapshot, apply: () => void): Promise<void> {
+  protected override commitRestore(snapshot: LocalSnapshot, prepared: PreparedRestore, apply: () => void): Promise<void> {
     return new Promise((resolve, reject) => {
       if (this.#closing !== null) {
         reject(new StoreUnavailableError('the store is closed'));
         return;
       }
-      this.#queue.push({ kind: 'restore', snapshot, apply, resolve, reject });
+      this.#queue.push({ kind: 'restore', snapshot, prepared, apply, resolve, reject });
       this.#restoresQueued++;
       this.#wake();
     });
@@ -323,9 +325,9 @@ export class FileStore extends IndexedStore {
       }
       emptied = true;
       const s = task.snapshot;
-      const now = this.clock.now();
       const view: IndexView = { pets: s.state.pets, count: s.state.count, nextId: s.nextId };
-      this.#snapshotBytes = await writeSnapshot(this.#paths, view, this.keys.cursorOf(liveKeys(s.keys, now), now), this.#beforeIo, this.#logger, this.#stillOurs);
+      const { keys, now } = task.prepared;
+      this.#snapshotBytes = await writeSnapshot(this.#paths, view, this.keys.cursorOf(keys, now), this.#beforeIo, this.#logger, this.#stillOurs);
       this.#resetSinceSnapshot = false;
     } catch (err) {
       this.#logger.log('error', 'snapshot restore failed; nothing was restored', { file: this.#paths.given, error: describeError(err) });
