@@ -10,7 +10,7 @@ import {
 import { limitsUrlProblem, loadConfigFile, parseConfig, type Config } from '../config/index.js';
 import { ApiError, StoreGeneration, asStartError, functionLogger, jsonLogger, safeStdout, serviceClock, silentLogger, type ServiceClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
-import { answerClientError, createApp, orderPipelined, refuseConnect, takeTurns } from '../http/index.js';
+import { answerAfterHalfClose, answerClientError, createApp, orderPipelined, refuseConnect, takeTurns } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration, type Limiter } from '../limits/index.js';
 import { SCRAPE_MAX_AGE_MS, ServiceMetrics, cachedScrape } from '../metrics/index.js';
 import { ReadCachedStore, canSnapshot, hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore, type PostgresStore } from '../store/index.js';
@@ -215,6 +215,10 @@ export async function startWithConfig(
     // parser still frames the request by them: a Transfer-Encoding, Expect or second Host
     // behind 2000 fillers would go unchecked. The 16 KiB header size bounds the count.
     server.maxHeadersCount = 0;
+    // A client may half-close (FIN) once it has sent its requests and still read the answers:
+    // each is answered, in order, and the connection closed after the last. By default node
+    // stops writing at the FIN, and a create already being stored would never be answered.
+    answerAfterHalfClose(server);
     server.on('connect', refuseConnect);
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
     // A worker of --workers N catches up with the config here, its backends open and no
