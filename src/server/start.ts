@@ -8,7 +8,7 @@ import {
   type AdminControl, type JournalFilter, type JournalSlice, type SnapshotControl,
 } from '../api/index.js';
 import { limitsUrlProblem, loadConfigFile, parseConfig, type Config } from '../config/index.js';
-import { ApiError, StoreGeneration, asStartError, functionLogger, jsonLogger, safeStdout, serviceClock, silentLogger, type ServiceClock } from '../core/index.js';
+import { ApiError, MAX_CLOCK_OFFSET_MS, StoreGeneration, asStartError, functionLogger, jsonLogger, safeStdout, serviceClock, silentLogger, type ServiceClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
 import { answerAfterHalfClose, answerClientError, createApp, orderPipelined, refuseConnect, takeTurns } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration, type Limiter } from '../limits/index.js';
@@ -326,6 +326,18 @@ function harnessParts(h: HarnessInput): {
       if (typeof offset === 'number') clock.restoreOffset(offset);
       return true;
     });
+    // An advance is passed on as the step, not the offset it led to: advances answered by
+    // different workers at the same time then add up in every worker, whatever the order.
+    peers.answer('clock-advance', (ms) => {
+      if (typeof ms !== 'number') return false;
+      try {
+        clock.advance(ms);
+      } catch {
+        // Past the total bound only through advances that raced each other: at the bound.
+        clock.restoreOffset(MAX_CLOCK_OFFSET_MS);
+      }
+      return true;
+    });
   }
   const slices = async (filter: JournalFilter): Promise<JournalSlice[]> => {
     const own = journal.slice(filter);
@@ -353,7 +365,7 @@ function harnessParts(h: HarnessInput): {
       },
       async advance(ms) {
         clock.advance(ms);
-        await shareOffset();
+        if (peers !== undefined) await peers.ask('clock-advance', ms);
       },
     },
     snapshots: snapshotsFor(h),
