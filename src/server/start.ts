@@ -1,7 +1,7 @@
 // startPetstore: config, store, limiters and the HTTP server wired together. Used by the
 // command line and by embedders; it holds no module-level state, so several instances can
 // run in one process.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { ServerResponse, createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import {
   ADMIN_ROUTES, Faults, ROUTES, RequestJournal, Snapshots, countSlices, journalEntry, mergeSlices, openApiRoute, parseJournalFilter, snapshotsUnavailable,
@@ -186,13 +186,12 @@ export async function startWithConfig(
     // Each connection takes its turn: a few requests per turn of the event loop, a bounded
     // number unanswered (turns.ts); a request pipelined behind a POST is handled once the
     // POST is answered (pipeline.ts).
-    const listener = takeTurns(orderPipelined((req: IncomingMessage, res: ServerResponse): void => {
-      // Once stopping, every answer closes its connection, so that busy keep-alive clients
-      // move on instead of holding the server open until the grace period runs out.
-      if (stopping) res.setHeader('connection', 'close');
-      app(req, res);
-    }));
+    const listener = takeTurns(orderPipelined(app));
     server = createServer({
+      // Once stopping, every answer closes its connection (requests already in flight too), so
+      // that keep-alive clients move on instead of holding the server open until the grace
+      // period runs out.
+      ServerResponse: closingWhenStopping(() => stopping),
       // Deliberate bounds (see docs/api.md, "Timeouts and limits").
       headersTimeout: 10_000,
       requestTimeout: 30_000,
@@ -284,6 +283,22 @@ export async function startWithConfig(
   };
 }
 
+
+/**
+ * The server's ServerResponse: once `stopping()`, every answer says Connection: close, also
+ * the answer of a request that arrived before the stop (a create waiting for its write, a
+ * delay fault), so node closes its connection after it. Every answer's head is written
+ * through writeHead, node's implicit head included.
+ */
+function closingWhenStopping(stopping: () => boolean): typeof ServerResponse {
+  class ClosingWhenStopping extends ServerResponse {}
+  const writeHead = ServerResponse.prototype.writeHead as (this: ServerResponse, ...args: unknown[]) => ServerResponse;
+  ClosingWhenStopping.prototype.writeHead = function writeHeadClosing(this: ServerResponse, ...args: unknown[]): ServerResponse {
+    if (stopping()) this.setHeader('connection', 'close');
+    return writeHead.apply(this, args);
+  } as ServerResponse['writeHead'];
+  return ClosingWhenStopping as typeof ServerResponse;
+}
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

@@ -1,12 +1,15 @@
-// The harness and the process as a hostile or careless client sees them. Black-box, against
-// the built bundle.
+// The harness and the process as a hostile or careless client sees them: concurrent admin
+// calls across workers, and requests in flight when the service is told to stop. Black-box,
+// against the built bundle.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import net from 'node:net';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
+import { ResponseParser, header, portOf, sleep, type RawResponse } from '../reliability/lib.js';
 
 const ADMIN = 'admin-key-for-hostile-tests-0123';
 
@@ -58,4 +61,54 @@ describe('the clock across two workers', { skip: skipUnless('clock across --work
       }
     }
   });
+});
+
+/** Sends one request on a keep-alive connection and keeps it open: resolves with its answer and whether the server then closed. */
+function keepAliveRequest(port: number, text: string): { answer: Promise<RawResponse>; closedByServer: Promise<boolean>; socket: net.Socket } {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  const parser = new ResponseParser();
+  let resolveAnswer: (r: RawResponse) => void = () => undefined;
+  const answer = new Promise<RawResponse>((resolve) => { resolveAnswer = resolve; });
+  socket.on('data', (d: Buffer) => {
+    const [r] = parser.push(d);
+    if (r !== undefined) resolveAnswer(r);
+  });
+  const closedByServer = new Promise<boolean>((resolve) => {
+    socket.once('end', () => resolve(true));
+    socket.once('close', () => resolve(false));
+  });
+  socket.write(text);
+  return { answer, closedByServer, socket };
+}
+
+test('a request in flight when SIGTERM comes is answered with Connection: close, and its connection closed by the server', async () => {
+  const dir = tempDir();
+  const srv = await startBundle(['--config', writeConfig(dir, testConfig({ admin: { key: ADMIN } }))], { cwd: dir });
+  try {
+    const base = srv.url.replace(/\/v1$/, '');
+    // Each create waits (an injected delay, which a stop ends at once): it is in flight when the stop begins.
+    const fault = await call(`${base}/__admin/faults`, {
+      method: 'POST', key: ADMIN, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ operation: 'createPet', delayMs: 30_000 }),
+    });
+    assert.equal(fault.status, 200, fault.text);
+    const body = JSON.stringify({ name: 'in-flight', categoryId: 1 });
+    const c = keepAliveRequest(portOf(srv.url), `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEYS.enterprise}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    // A count fault is gone from the listing once it has caught its request: the create waits then.
+    for (let i = 0; i < 500; i++) {
+      const listed = (await call(`${base}/__admin/faults`, { key: ADMIN })).json as { faults: unknown[] };
+      if (listed.faults.length === 0) break;
+      await sleep(10);
+    }
+    srv.proc.kill('SIGTERM');
+    const answer = await c.answer;
+    assert.equal(answer.status, 201, answer.body.toString());
+    assert.equal(header(answer, 'connection'), 'close', 'an answer given while stopping tells the client the connection ends');
+    assert.equal(await c.closedByServer, true, 'the server closed the connection after that answer');
+    c.socket.destroy();
+    assert.equal(await srv.exited, 0, srv.stderr());
+  } finally {
+    if (srv.proc.exitCode === null) srv.proc.kill('SIGKILL');
+  }
 });
