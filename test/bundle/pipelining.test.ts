@@ -173,3 +173,22 @@ for (const store of ['memory', 'file'] as const) {
     }
   });
 }
+
+test('a create pipelined behind an upload answered 413 and closed is not stored: the client only ever sees the 413', async () => {
+  const dir = tempDir();
+  const srv = await startBundle(['--config', writeConfig(dir), '--data', join(dir, 'pets.json')], { cwd: dir });
+  try {
+    // 9 MiB announced: past the 8 MiB the service reads and drops, so it answers 413 with
+    // Connection: close at once, and lingers reading what the client still sends.
+    const size = 9 * 1024 * 1024;
+    const upload = `POST /v1/pets HTTP/1.1\r\n${AUTH}Content-Type: application/json\r\nContent-Length: ${size}\r\n\r\n${' '.repeat(size)}`;
+    for (const [i, behind] of [create('behind-413-a'), create('behind-413-b').replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')].entries()) {
+      const res = await sendThenHalfClose(portOf(srv.url), [upload, behind]);
+      assert.deepEqual(res.responses.map((r) => r.status), [413], `case ${i}: only the upload is answered (${res.error ?? 'closed'})`);
+    }
+    const stored = (await listAll(srv.url, key)).map((p) => p.name);
+    assert.deepEqual(stored.filter((n) => n.startsWith('behind-413')), [], 'a create the client was never answered is not stored');
+  } finally {
+    assert.equal(await srv.stop(), 0);
+  }
+});
