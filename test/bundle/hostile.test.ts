@@ -63,6 +63,40 @@ describe('the clock across two workers', { skip: skipUnless('clock across --work
   });
 });
 
+describe('count faults across two workers', { skip: skipUnless('faults across --workers', ['postgres', 'redis']) }, () => {
+  let pg: PostgresServer;
+  let redis: RedisServer;
+  let svc: Running;
+  const admin = (method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> =>
+    once(`${svc.url.replace(/\/v1$/, '')}/__admin${path}`, { method, key: ADMIN, body });
+
+  before(async () => {
+    [pg, redis] = await Promise.all([startPostgres(), startRedis()]);
+    const dir = tempDir();
+    svc = await startBundle(['--config', writeConfig(dir, testConfig({ admin: { key: ADMIN } })), '--store', pg.url, '--limits', redis.url, '--workers', '2'], { cwd: dir });
+  });
+  after(async () => {
+    if (svc !== undefined && svc.proc.exitCode === null) await svc.stop('SIGKILL');
+    await Promise.all([pg?.close(), redis?.close()]);
+  });
+
+  // Each worker counts a count fault down on its own and tells the others after the fact, so
+  // requests reaching both workers at once are caught up to `count` times in each (seen: 38
+  // of a count of 20). Exact only needs a claim that one owner answers, which makes the
+  // fault step asynchronous in the request lifecycle (src/http/lifecycle.ts, src/server/shared-faults.ts).
+  test('a count fault catches exactly `count` requests, also when they reach both workers at once', {
+    todo: 'count faults overshoot across --workers: the fault step would need an asynchronous claim (src/http/lifecycle.ts)',
+  }, async () => {
+    for (const count of [1, 5, 20]) {
+      const armed = await admin('POST', '/faults', { operation: 'listPets', status: 503, count });
+      assert.equal(armed.status, 200, armed.body);
+      const answers = await Promise.all(Array.from({ length: 60 }, () => once(`${svc.url}/pets`, { key: KEYS.enterprise })));
+      assert.equal(answers.filter((a) => a.status === 503).length, count, `a count fault of ${count}, 60 requests at once over two workers`);
+      assert.equal((await admin('DELETE', '/faults')).status, 204);
+    }
+  });
+});
+
 /** Sends one request on a keep-alive connection and keeps it open: resolves with its answer and whether the server then closed. */
 function keepAliveRequest(port: number, text: string): { answer: Promise<RawResponse>; closedByServer: Promise<boolean>; socket: net.Socket } {
   const socket = net.connect(port, '127.0.0.1');
