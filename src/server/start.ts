@@ -311,6 +311,22 @@ function journalQuery(filter: JournalQuery): Record<string, string> {
   return out;
 }
 
+/** A journal-slice ask between workers: the filter, and the moment every slice is cut at. */
+interface SliceQuery {
+  readonly filter: JournalFilter;
+  readonly before: number;
+}
+
+interface WorkerSlice extends JournalSlice {
+  /** The worker's process id: slices are merged in this order. */
+  readonly worker: number;
+}
+
+/** This worker's entries answered up to `before` (service clock ms), tagged with its process id. */
+function workerSlice(slice: JournalSlice, before: number): WorkerSlice {
+  return { records: slice.records.filter((r) => r.at <= before), dropped: slice.dropped, worker: process.pid };
+}
+
 interface HarnessInput {
   readonly clock: ServiceClock;
   readonly journal: RequestJournal;
@@ -332,7 +348,10 @@ function harnessParts(h: HarnessInput): {
 } {
   const { clock, journal, peers } = h;
   if (peers !== undefined) {
-    peers.answer('journal-slice', (filter) => journal.slice(filter as JournalFilter));
+    peers.answer('journal-slice', (query) => {
+      const { filter, before } = query as SliceQuery;
+      return workerSlice(journal.slice(filter), before);
+    });
     peers.answer('journal-clear', () => {
       journal.clear();
       return true;
@@ -354,11 +373,25 @@ function harnessParts(h: HarnessInput): {
       return true;
     });
   }
+  /**
+   * Every worker's matching entries. Each worker's slice is cut at the same moment: entries
+   * answered up to the millisecond of the ask, taken once that millisecond has passed (an
+   * entry's time is that of its answer, so none of them can come later). Without the cut the
+   * other workers, which answer a little later than this one takes its own slice, could give
+   * a page their newest entries and not this worker's of the same moment, which would then
+   * sort before the page's last entry and be skipped by a harness paging forward with since.
+   * And the slices go in one order, whichever worker is asked (by process id), so that entries
+   * of the same millisecond keep one order from page to page.
+   */
   const slices = async (filter: JournalFilter): Promise<JournalSlice[]> => {
-    const own = journal.slice(filter);
-    if (peers === undefined) return [own];
-    const others = await peers.ask('journal-slice', filter);
-    return [own, ...(others.filter((o) => o !== undefined && o !== null) as JournalSlice[])];
+    if (peers === undefined) return [journal.slice(filter)];
+    const before = clock.now();
+    // At most a few ms (a reset meanwhile takes the clock back: not waited for).
+    for (let i = 0; i < 5 && clock.now() <= before; i++) await new Promise((resolve) => setTimeout(resolve, 1));
+    const own = workerSlice(journal.slice(filter), before);
+    const others = await peers.ask('journal-slice', { filter, before } satisfies SliceQuery);
+    const all = [own, ...(others.filter((o) => o !== undefined && o !== null) as WorkerSlice[])];
+    return all.sort((a, b) => a.worker - b.worker);
   };
   const shareOffset = async (): Promise<void> => {
     if (peers !== undefined) await peers.ask('clock-offset', clock.offsetMs);

@@ -33,7 +33,7 @@ function once(url: string, opts: { method?: string; key?: string; body?: unknown
   });
 }
 
-describe('the clock across two workers', { skip: skipUnless('clock across --workers', ['postgres', 'redis']) }, () => {
+describe('the clock and the journal across two workers', { skip: skipUnless('clock and journal across --workers', ['postgres', 'redis']) }, () => {
   let pg: PostgresServer;
   let redis: RedisServer;
   let svc: Running;
@@ -59,6 +59,42 @@ describe('the clock across two workers', { skip: skipUnless('clock across --work
         const clock = JSON.parse((await admin('GET', '/clock')).body) as { offsetMs: number };
         assert.equal(clock.offsetMs, 20_000, `round ${round}: 20 advances of 1000 ms were each answered 200; a worker is ${clock.offsetMs} ms ahead`);
       }
+    }
+  });
+
+  test('paging the journal forward with since, while requests come in over both workers, sees each request once', async () => {
+    for (let round = 0; round < 3; round++) {
+      assert.equal((await admin('DELETE', '/requests')).status, 204);
+      const sent = new Set<string>();
+      let done = false;
+      const load = Promise.all(Array.from({ length: 8 }, async () => {
+        for (let i = 0; i < 50; i++) {
+          const res = await new Promise<string>((resolve, reject) => {
+            const req = request(`${svc.url}/pets?limit=1`, { headers: { authorization: `Bearer ${KEYS.enterprise}`, connection: 'close' }, agent: false }, (r) => {
+              r.resume();
+              r.on('end', () => resolve(String(r.headers['x-request-id'])));
+            });
+            req.on('error', reject);
+            req.end();
+          });
+          sent.add(res);
+        }
+      })).then(() => { done = true; });
+      const seen: string[] = [];
+      let since: string | undefined;
+      for (;;) {
+        const finished = done;
+        const page = await admin('GET', `/requests?limit=7${since === undefined ? '' : `&since=${since}`}`);
+        assert.equal(page.status, 200, page.body);
+        const { requests } = JSON.parse(page.body) as { requests: Array<{ requestId: string }> };
+        seen.push(...requests.map((r) => r.requestId));
+        if (requests.length > 0) since = requests[requests.length - 1]?.requestId;
+        if (finished && requests.length === 0) break;
+      }
+      await load;
+      const twice = seen.filter((id, i) => seen.indexOf(id) !== i);
+      const missed = [...sent].filter((id) => !seen.includes(id));
+      assert.deepEqual({ twice, missed }, { twice: [], missed: [] }, `round ${round}: ${sent.size} requests, ${seen.length} paged`);
     }
   });
 });
