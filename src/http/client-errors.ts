@@ -3,27 +3,58 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { errorBody } from '../core/index.js';
+import { closesAfterHalfClose } from './node-internals.js';
 
 /**
  * Requests node:http cannot parse never reach the app; answer them with an Error body too
  * (RFC 9112 section 9.6: close after a framing error, since the stream cannot be trusted).
+ * One answer per connection: node reports the error again for every later read of it (its
+ * parser stays failed), and those reports are not new requests.
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (reported.has(socket)) return;
+  reported.add(socket);
   if (!socket.writable || (err.code === 'ECONNRESET')) {
     socket.destroy();
     return;
   }
-  // Pipelined requests before the bad one may still be answering (a create waiting for its
-  // fsync): their answers go first, in order, and the 400 after them. node:http keeps the
-  // response being written in socket._httpMessage, and moves the next queued one there when
-  // it finishes (its 'finish' listeners run in order: node's, which moves the queue on, then
-  // ours). If that request is itself incomplete, the error is about its own body (cut
-  // short): then it is answered here and now.
-  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
-  if (inFlight && inFlight.req.complete) {
-    inFlight.once('finish', () => answerClientError(err, socket));
+  answerAfterInFlight(err, socket);
+}
+
+/** Connections whose parse error has been seen (answered, or to be answered after the answers before it). */
+const reported = new WeakSet<Socket>();
+/** Connections whose parse error's answer has been written. */
+const written = new WeakSet<Socket>();
+
+/**
+ * Pipelined requests before the bad one may still be answering (a create waiting for its
+ * fsync): their answers go first, in order, and the 400 after them. node:http keeps the
+ * response being written in socket._httpMessage, and moves the next queued one there when
+ * it finishes (its 'finish' listeners run in order: node's, which moves the queue on, then
+ * ours). If that request is itself incomplete, the error is about its own body (cut short):
+ * then it is answered here and now. A client that half-closed has node close the connection
+ * from that same 'finish' (after the last answer): a listener put before node's writes the
+ * 400 first.
+ */
+function answerAfterInFlight(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (written.has(socket)) return;
+  if (!socket.writable) {
+    socket.destroy();
     return;
   }
+  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (inFlight && inFlight.req.complete) {
+    inFlight.prependOnceListener('finish', () => {
+      if (closesAfterHalfClose(inFlight) && socket.writable) answerNow(err, socket);
+    });
+    inFlight.once('finish', () => answerAfterInFlight(err, socket));
+    return;
+  }
+  answerNow(err, socket);
+}
+
+function answerNow(err: NodeJS.ErrnoException, socket: Socket): void {
+  written.add(socket);
   let status = 400;
   let body = errorBody('invalid_request', 'The request is not valid HTTP/1.1.');
   if (err.code === 'HPE_HEADER_OVERFLOW') {

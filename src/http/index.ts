@@ -4,3 +4,4 @@ export type { AppDeps, RequestListener } from './exchange.js';
 export { answerClientError, refuseConnect } from './client-errors.js';
 export { orderPipelined } from './pipeline.js';
 export { takeTurns } from './turns.js';
+export { answerAfterHalfClose } from './node-internals.js';

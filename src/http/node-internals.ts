@@ -12,9 +12,23 @@
 //   _paused is set), so holding pipelined requests needs the flag.
 // - socket.parser.resume(): the parser of the connection, paused by node with the socket;
 //   reading again (after held requests have run) must resume both, as socketOnDrain does.
+// - server.httpAllowHalfOpen (lib/_http_server.js, set false by the Server constructor, no
+//   createServer option): what node does when a client half-closes (sends its requests, then
+//   FIN, still reading). False, node ends the socket's writable side at the FIN: the answers
+//   of requests still running (a create waiting for its fsync, requests held behind it) can
+//   no longer be written, so a create is stored whose 201 never leaves. True, node marks the
+//   connection's last answer and closes after it (socketOnEnd, resOnFinish), or ends at once
+//   when nothing is pending. A 'connection' listener cannot do this with public APIs: node's
+//   own 'end' listener runs first and calls socket.end() itself.
+// - res._last and res._header (lib/_http_outgoing.js): node closes the connection after an
+//   answer with _last set, from the answer's 'finish' (resOnFinish); after a half-close it
+//   sets _last on the connection's last answer without a Connection: close in its header
+//   (_header, the head as written). The 400 of a request node could not parse, pipelined
+//   behind that answer, must be written before that close (client-errors.ts).
 // - socket.destroySoon(): what node calls to close a `Connection: close` answer's socket
 //   (resOnFinish). Replaced on that one socket to linger (see drain.ts): no public hook runs
 //   between the answer's last byte and the close.
+import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 interface HttpSocket extends Socket {
@@ -45,6 +59,28 @@ export function releaseReading(socket: Socket): void {
 /** Replaces what node does to close this socket after a `Connection: close` answer. */
 export function onCloseAfterAnswer(socket: Socket, close: (this: Socket) => void): void {
   socket.destroySoon = close;
+}
+
+/**
+ * A client that half-closes the connection is answered all the same: every request it sent,
+ * in order, then node closes the connection after the last answer.
+ */
+export function answerAfterHalfClose(server: Server): void {
+  (server as Server & { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
+}
+
+/** Whether answerAfterHalfClose is in effect on this server (false on a plain node:http one). */
+export function answersAfterHalfClose(server: Server): boolean {
+  return (server as Server & { httpAllowHalfOpen?: unknown }).httpAllowHalfOpen === true;
+}
+
+/**
+ * Whether node will close the connection right after this finished answer because the
+ * client half-closed (and not because the answer itself said Connection: close).
+ */
+export function closesAfterHalfClose(res: ServerResponse): boolean {
+  const r = res as ServerResponse & { _last?: unknown; _header?: unknown };
+  return r._last === true && typeof r._header === 'string' && !/\r\nconnection:[ \t]*close\r\n/i.test(r._header);
 }
 
 /**

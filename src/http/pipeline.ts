@@ -39,6 +39,12 @@ interface PipelinedSocket extends Socket {
 export function orderPipelined(listener: RequestListener): RequestListener {
   const ordered = (req: IncomingMessage, res: ServerResponse): void => {
     const socket = req.socket as PipelinedSocket;
+    // The connection was closed on our side after an answer (a 413 or 401 with Connection:
+    // close that lingers reading what the client still sends, see drain.ts): node's parser
+    // still turns those bytes into requests, but no answer can reach the client any more, so
+    // nothing is done for them (a create would be stored without its 201). node drops them
+    // when the connection goes.
+    if (socket.writableEnded) return;
     const held = socket.petstoreHeld;
     if (held !== undefined) {
       held.waiting.push(req, res);

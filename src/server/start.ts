@@ -1,16 +1,16 @@
 // startPetstore: config, store, limiters and the HTTP server wired together. Used by the
 // command line and by embedders; it holds no module-level state, so several instances can
 // run in one process.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { ServerResponse, createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import {
   ADMIN_ROUTES, Faults, ROUTES, RequestJournal, Snapshots, countSlices, journalEntry, mergeSlices, openApiRoute, parseJournalFilter, snapshotsUnavailable,
   type AdminControl, type JournalFilter, type JournalSlice, type SnapshotControl,
 } from '../api/index.js';
 import { limitsUrlProblem, loadConfigFile, parseConfig, type Config } from '../config/index.js';
-import { ApiError, StoreGeneration, asStartError, functionLogger, jsonLogger, safeStdout, serviceClock, silentLogger, type ServiceClock } from '../core/index.js';
+import { ApiError, MAX_CLOCK_OFFSET_MS, StoreGeneration, asStartError, functionLogger, jsonLogger, safeStdout, serviceClock, silentLogger, type ServiceClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
-import { answerClientError, createApp, orderPipelined, refuseConnect, takeTurns } from '../http/index.js';
+import { answerAfterHalfClose, answerClientError, createApp, orderPipelined, refuseConnect, takeTurns } from '../http/index.js';
 import { MemoryLimiter, checkConfiguration, type Limiter } from '../limits/index.js';
 import { SCRAPE_MAX_AGE_MS, ServiceMetrics, cachedScrape } from '../metrics/index.js';
 import { ReadCachedStore, canSnapshot, hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore, type PostgresStore } from '../store/index.js';
@@ -186,13 +186,12 @@ export async function startWithConfig(
     // Each connection takes its turn: a few requests per turn of the event loop, a bounded
     // number unanswered (turns.ts); a request pipelined behind a POST is handled once the
     // POST is answered (pipeline.ts).
-    const listener = takeTurns(orderPipelined((req: IncomingMessage, res: ServerResponse): void => {
-      // Once stopping, every answer closes its connection, so that busy keep-alive clients
-      // move on instead of holding the server open until the grace period runs out.
-      if (stopping) res.setHeader('connection', 'close');
-      app(req, res);
-    }));
+    const listener = takeTurns(orderPipelined(app));
     server = createServer({
+      // Once stopping, every answer closes its connection (requests already in flight too), so
+      // that keep-alive clients move on instead of holding the server open until the grace
+      // period runs out.
+      ServerResponse: closingWhenStopping(() => stopping),
       // Deliberate bounds (see docs/api.md, "Timeouts and limits").
       headersTimeout: 10_000,
       requestTimeout: 30_000,
@@ -215,6 +214,10 @@ export async function startWithConfig(
     // parser still frames the request by them: a Transfer-Encoding, Expect or second Host
     // behind 2000 fillers would go unchecked. The 16 KiB header size bounds the count.
     server.maxHeadersCount = 0;
+    // A client may half-close (FIN) once it has sent its requests and still read the answers:
+    // each is answered, in order, and the connection closed after the last. By default node
+    // stops writing at the FIN, and a create already being stored would never be answered.
+    answerAfterHalfClose(server);
     server.on('connect', refuseConnect);
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
     // A worker of --workers N catches up with the config here, its backends open and no
@@ -281,6 +284,22 @@ export async function startWithConfig(
 }
 
 
+/**
+ * The server's ServerResponse: once `stopping()`, every answer says Connection: close, also
+ * the answer of a request that arrived before the stop (a create waiting for its write, a
+ * delay fault), so node closes its connection after it. Every answer's head is written
+ * through writeHead, node's implicit head included.
+ */
+function closingWhenStopping(stopping: () => boolean): typeof ServerResponse {
+  class ClosingWhenStopping extends ServerResponse {}
+  const writeHead = ServerResponse.prototype.writeHead as (this: ServerResponse, ...args: unknown[]) => ServerResponse;
+  ClosingWhenStopping.prototype.writeHead = function writeHeadClosing(this: ServerResponse, ...args: unknown[]): ServerResponse {
+    if (stopping()) this.setHeader('connection', 'close');
+    return writeHead.apply(this, args);
+  } as ServerResponse['writeHead'];
+  return ClosingWhenStopping as typeof ServerResponse;
+}
+
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -290,6 +309,22 @@ function journalQuery(filter: JournalQuery): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(filter)) if (value !== undefined) out[name] = String(value);
   return out;
+}
+
+/** A journal-slice ask between workers: the filter, and the moment every slice is cut at. */
+interface SliceQuery {
+  readonly filter: JournalFilter;
+  readonly before: number;
+}
+
+interface WorkerSlice extends JournalSlice {
+  /** The worker's process id: slices are merged in this order. */
+  readonly worker: number;
+}
+
+/** This worker's entries answered up to `before` (service clock ms), tagged with its process id. */
+function workerSlice(slice: JournalSlice, before: number): WorkerSlice {
+  return { records: slice.records.filter((r) => r.at <= before), dropped: slice.dropped, worker: process.pid };
 }
 
 interface HarnessInput {
@@ -313,7 +348,10 @@ function harnessParts(h: HarnessInput): {
 } {
   const { clock, journal, peers } = h;
   if (peers !== undefined) {
-    peers.answer('journal-slice', (filter) => journal.slice(filter as JournalFilter));
+    peers.answer('journal-slice', (query) => {
+      const { filter, before } = query as SliceQuery;
+      return workerSlice(journal.slice(filter), before);
+    });
     peers.answer('journal-clear', () => {
       journal.clear();
       return true;
@@ -322,12 +360,38 @@ function harnessParts(h: HarnessInput): {
       if (typeof offset === 'number') clock.restoreOffset(offset);
       return true;
     });
+    // An advance is passed on as the step, not the offset it led to: advances answered by
+    // different workers at the same time then add up in every worker, whatever the order.
+    peers.answer('clock-advance', (ms) => {
+      if (typeof ms !== 'number') return false;
+      try {
+        clock.advance(ms);
+      } catch {
+        // Past the total bound only through advances that raced each other: at the bound.
+        clock.restoreOffset(MAX_CLOCK_OFFSET_MS);
+      }
+      return true;
+    });
   }
+  /**
+   * Every worker's matching entries. Each worker's slice is cut at the same moment: entries
+   * answered up to the millisecond of the ask, taken once that millisecond has passed (an
+   * entry's time is that of its answer, so none of them can come later). Without the cut the
+   * other workers, which answer a little later than this one takes its own slice, could give
+   * a page their newest entries and not this worker's of the same moment, which would then
+   * sort before the page's last entry and be skipped by a harness paging forward with since.
+   * And the slices go in one order, whichever worker is asked (by process id), so that entries
+   * of the same millisecond keep one order from page to page.
+   */
   const slices = async (filter: JournalFilter): Promise<JournalSlice[]> => {
-    const own = journal.slice(filter);
-    if (peers === undefined) return [own];
-    const others = await peers.ask('journal-slice', filter);
-    return [own, ...(others.filter((o) => o !== undefined && o !== null) as JournalSlice[])];
+    if (peers === undefined) return [journal.slice(filter)];
+    const before = clock.now();
+    // At most a few ms (a reset meanwhile takes the clock back: not waited for).
+    for (let i = 0; i < 5 && clock.now() <= before; i++) await new Promise((resolve) => setTimeout(resolve, 1));
+    const own = workerSlice(journal.slice(filter), before);
+    const others = await peers.ask('journal-slice', { filter, before } satisfies SliceQuery);
+    const all = [own, ...(others.filter((o) => o !== undefined && o !== null) as WorkerSlice[])];
+    return all.sort((a, b) => a.worker - b.worker);
   };
   const shareOffset = async (): Promise<void> => {
     if (peers !== undefined) await peers.ask('clock-offset', clock.offsetMs);
@@ -349,7 +413,7 @@ function harnessParts(h: HarnessInput): {
       },
       async advance(ms) {
         clock.advance(ms);
-        await shareOffset();
+        if (peers !== undefined) await peers.ask('clock-advance', ms);
       },
     },
     snapshots: snapshotsFor(h),

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { join } from 'node:path';
-import { KEYS, startBundle, tempDir, writeConfig } from '../helpers.js';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
 import { PipelinedConnection, ResponseParser, listAll, portOf, sleep, type RawResponse } from '../reliability/lib.js';
 
 const key = KEYS.enterprise;
@@ -107,5 +107,88 @@ test('SIGTERM under pipelined creates: every pet stored was answered 201', async
     assert.ok(stored.length > 0, 'the SIGTERM came while creates were being stored');
     assert.deepEqual(unanswered, [], `pets stored without their 201 (SIGTERM after ${answered} answers)`);
     assert.deepEqual([...acknowledged].filter((id) => !stored.includes(id)), [], 'every 201 is stored');
+  }
+});
+
+/**
+ * Writes `requests` on a fresh connection, half-closes it at once (FIN right behind the last
+ * byte) and reads until the server closes: every response, and whether the close was clean.
+ */
+function sendThenHalfClose(port: number, requests: readonly string[]): Promise<{ responses: RawResponse[]; leftover: number; error: string | undefined }> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const parser = new ResponseParser();
+    const responses: RawResponse[] = [];
+    let error: string | undefined;
+    const overall = setTimeout(() => {
+      error = 'timeout: the server neither answered nor closed in 20 s';
+      socket.destroy();
+    }, 20_000);
+    socket.on('data', (d: Buffer) => {
+      try {
+        responses.push(...parser.push(d));
+      } catch (err) {
+        error = (err as Error).message;
+      }
+    });
+    socket.on('error', (err: NodeJS.ErrnoException) => { error ??= err.code ?? err.message; });
+    socket.on('close', () => {
+      clearTimeout(overall);
+      resolve({ responses, leftover: parser.pending, error });
+    });
+    socket.once('connect', () => socket.end(requests.join('')));
+  });
+}
+
+for (const store of ['memory', 'file'] as const) {
+  test(`pipelined creates, then the client half-closes at once (${store} store): every create answered 201, in order, then the close`, async () => {
+    const dir = tempDir();
+    const admin = 'admin-key-for-half-close-0123';
+    const args = ['--config', writeConfig(dir, testConfig({ admin: { key: admin } })), ...(store === 'file' ? ['--data', join(dir, 'pets.json')] : [])];
+    const srv = await startBundle(args, { cwd: dir });
+    try {
+      const port = portOf(srv.url);
+      // The memory store answers a create within the read that brought it: a delay makes
+      // it answer after the FIN, as the file store's fsync does.
+      if (store === 'memory') {
+        const fault = await call(`${srv.url.replace(/\/v1$/, '')}/__admin/faults`, {
+          method: 'POST', key: admin, headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ operation: 'createPet', delayMs: 20, probability: 1 }),
+        });
+        assert.equal(fault.status, 200, fault.text);
+      }
+      for (const count of [1, 2, 5, 20]) {
+        const tag = `hc-${store}-${count}`;
+        const names = Array.from({ length: count }, (_, i) => `${tag}-${i}`);
+        const res = await sendThenHalfClose(port, names.map(create));
+        const stored = (await listAll(srv.url, key)).filter((p) => p.name.startsWith(`${tag}-`));
+        assert.equal(res.error, undefined, `${count} creates: the connection ended badly`);
+        assert.equal(res.leftover, 0, `${count} creates: a response was cut short`);
+        assert.deepEqual(res.responses.map((r) => r.status), names.map(() => 201), `${count} creates: each answered 201 (${stored.length} stored)`);
+        assert.deepEqual(res.responses.map((r) => (json(r) as { name: string }).name), names, 'in order');
+        assert.deepEqual(stored.map((p) => p.name), names, 'each stored once');
+      }
+    } finally {
+      assert.equal(await srv.stop(), 0);
+    }
+  });
+}
+
+test('a create pipelined behind an upload answered 413 and closed is not stored: the client only ever sees the 413', async () => {
+  const dir = tempDir();
+  const srv = await startBundle(['--config', writeConfig(dir), '--data', join(dir, 'pets.json')], { cwd: dir });
+  try {
+    // 9 MiB announced: past the 8 MiB the service reads and drops, so it answers 413 with
+    // Connection: close at once, and lingers reading what the client still sends.
+    const size = 9 * 1024 * 1024;
+    const upload = `POST /v1/pets HTTP/1.1\r\n${AUTH}Content-Type: application/json\r\nContent-Length: ${size}\r\n\r\n${' '.repeat(size)}`;
+    for (const [i, behind] of [create('behind-413-a'), create('behind-413-b').replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')].entries()) {
+      const res = await sendThenHalfClose(portOf(srv.url), [upload, behind]);
+      assert.deepEqual(res.responses.map((r) => r.status), [413], `case ${i}: only the upload is answered (${res.error ?? 'closed'})`);
+    }
+    const stored = (await listAll(srv.url, key)).map((p) => p.name);
+    assert.deepEqual(stored.filter((n) => n.startsWith('behind-413')), [], 'a create the client was never answered is not stored');
+  } finally {
+    assert.equal(await srv.stop(), 0);
   }
 });

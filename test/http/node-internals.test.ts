@@ -5,7 +5,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, Socket, type AddressInfo } from 'node:net';
-import { cheapAbortOnClose, holdReading, onCloseAfterAnswer, readingHeld, releaseReading } from '../../src/http/node-internals.js';
+import {
+  answerAfterHalfClose, answersAfterHalfClose, cheapAbortOnClose, closesAfterHalfClose, holdReading, onCloseAfterAnswer, readingHeld, releaseReading,
+} from '../../src/http/node-internals.js';
 
 /** Serves one raw request and hands `inspect` the server side of it. */
 async function withRequest(text: string, inspect: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): Promise<string> {
@@ -97,4 +99,68 @@ test(`node ${process.version}: a closed connection's unanswered requests are abo
     server.closeAllConnections();
     server.close();
   }
+});
+
+/**
+ * Sends `text` to a server answering each request 50 ms late, then FIN at once (half-close)
+ * unless `halfClose` is false; resolves with everything received until the server closes,
+ * and what closesAfterHalfClose said of each answer as it finished.
+ */
+async function lateAnswers(
+  text: string, opts: { allow: boolean; halfClose?: boolean; connectionClose?: boolean },
+): Promise<{ received: string; closing: boolean[]; defaultFlag: unknown }> {
+  const closing: boolean[] = [];
+  const server = createServer((_req, res) => {
+    // Put before node's own 'finish' listener, which closes the connection after a last answer.
+    res.prependOnceListener('finish', () => closing.push(closesAfterHalfClose(res)));
+    if (opts.connectionClose === true) res.setHeader('Connection', 'close');
+    setTimeout(() => res.end('late'), 50);
+  });
+  const defaultFlag = (server as unknown as { httpAllowHalfOpen?: unknown }).httpAllowHalfOpen;
+  if (opts.allow) answerAfterHalfClose(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const received = await new Promise<string>((resolve, reject) => {
+      const c = connect((server.address() as AddressInfo).port, '127.0.0.1');
+      let got = '';
+      c.setEncoding('latin1');
+      c.on('data', (d: string) => {
+        got += d;
+        // Without a half-close nobody closes: the test does, once both answers are in.
+        if (opts.halfClose === false && got.split('late').length === 3) c.destroy();
+      });
+      c.on('close', () => resolve(got));
+      c.on('error', reject);
+      if (opts.halfClose === false) c.write(text);
+      else c.end(text);
+    });
+    return { received, closing, defaultFlag };
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+}
+
+const TWO_GETS = 'GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n';
+
+test(`node ${process.version}: server.httpAllowHalfOpen decides whether what a client sent before it half-closed is answered`, async () => {
+  const off = await lateAnswers(TWO_GETS, { allow: false });
+  assert.equal(off.defaultFlag, false, 'node:http has no server.httpAllowHalfOpen (default false) any more');
+  assert.equal(off.received, '', 'without the flag node no longer drops the answers after a half-close (the flag may not be needed)');
+  const on = await lateAnswers(TWO_GETS, { allow: true });
+  assert.equal(on.received.match(/HTTP\/1\.1 200 OK/g)?.length, 2, `with server.httpAllowHalfOpen set, node no longer answers after a half-close: ${JSON.stringify(on.received)}`);
+  assert.match(on.received, /late$/, 'the connection was not closed right after the last answer');
+  const server = createServer();
+  answerAfterHalfClose(server);
+  assert.equal(answersAfterHalfClose(server), true);
+  assert.equal(answersAfterHalfClose(createServer()), false);
+});
+
+test(`node ${process.version}: after a half-close node marks the connection's last answer with res._last, and closes after it`, async () => {
+  const halfClosed = await lateAnswers(TWO_GETS, { allow: true });
+  assert.deepEqual(halfClosed.closing, [false, true], 'res._last (with res._header) no longer marks the last answer before node closes a half-closed connection');
+  const open = await lateAnswers(TWO_GETS, { allow: true, halfClose: false });
+  assert.deepEqual(open.closing, [false, false], 'an answer on an open keep-alive connection is taken for the last');
+  const closeAnswer = await lateAnswers(TWO_GETS, { allow: true, connectionClose: true });
+  assert.deepEqual(closeAnswer.closing, [false], 'a Connection: close answer is taken for a half-close');
 });

@@ -1,0 +1,199 @@
+// The harness and the process as a hostile or careless client sees them: concurrent admin
+// calls across workers, and requests in flight when the service is told to stop. Black-box,
+// against the built bundle.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import net from 'node:net';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import { skipUnless } from '../support/engines.js';
+import { startPostgres, type PostgresServer } from '../support/postgres.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+import { ResponseParser, header, portOf, sleep, type RawResponse } from '../reliability/lib.js';
+
+const ADMIN = 'admin-key-for-hostile-tests-0123';
+
+/** One request on a connection of its own (no keep-alive pool), so that requests spread over workers. */
+function once(url: string, opts: { method?: string; key?: string; body?: unknown } = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { connection: 'close' };
+    if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`;
+    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const req = request(url, { method: opts.method ?? 'GET', headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.setTimeout(10_000, () => req.destroy(new Error('no answer within 10 s')));
+    req.end(body);
+  });
+}
+
+describe('the harness across two workers', { skip: skipUnless('the harness across --workers', ['postgres', 'redis']) }, () => {
+  let pg: PostgresServer;
+  let redis: RedisServer;
+  let svc: Running;
+  const admin = (method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> =>
+    once(`${svc.url.replace(/\/v1$/, '')}/__admin${path}`, { method, key: ADMIN, body });
+
+  before(async () => {
+    [pg, redis] = await Promise.all([startPostgres(), startRedis()]);
+    const dir = tempDir();
+    svc = await startBundle(['--config', writeConfig(dir, testConfig({ admin: { key: ADMIN } })), '--store', pg.url, '--limits', redis.url, '--workers', '2'], { cwd: dir });
+  });
+  after(async () => {
+    // SIGTERM: the primary stops its workers (a SIGKILL would leave them running a while).
+    if (svc !== undefined && svc.proc.exitCode === null) await svc.stop();
+    await Promise.all([pg?.close(), redis?.close()]);
+  });
+
+  test('concurrent advances, answered by both workers, all add up in every worker', async () => {
+    for (let round = 0; round < 3; round++) {
+      assert.equal((await admin('POST', '/reset')).status, 204);
+      const moves = await Promise.all(Array.from({ length: 20 }, () => admin('POST', '/clock', { advanceMs: 1000 })));
+      for (const m of moves) assert.equal(m.status, 200, m.body);
+      for (let i = 0; i < 6; i++) {
+        const clock = JSON.parse((await admin('GET', '/clock')).body) as { offsetMs: number };
+        assert.equal(clock.offsetMs, 20_000, `round ${round}: 20 advances of 1000 ms were each answered 200; a worker is ${clock.offsetMs} ms ahead`);
+      }
+    }
+  });
+
+  test('paging the journal forward with since, while requests come in over both workers, sees each request once', async () => {
+    for (let round = 0; round < 3; round++) {
+      assert.equal((await admin('DELETE', '/requests')).status, 204);
+      const sent = new Set<string>();
+      let done = false;
+      const load = Promise.all(Array.from({ length: 8 }, async () => {
+        for (let i = 0; i < 50; i++) {
+          const res = await new Promise<string>((resolve, reject) => {
+            const req = request(`${svc.url}/pets?limit=1`, { headers: { authorization: `Bearer ${KEYS.enterprise}`, connection: 'close' }, agent: false }, (r) => {
+              r.resume();
+              r.on('end', () => resolve(String(r.headers['x-request-id'])));
+            });
+            req.on('error', reject);
+            req.end();
+          });
+          sent.add(res);
+        }
+      })).then(() => { done = true; });
+      const seen: string[] = [];
+      let since: string | undefined;
+      for (;;) {
+        const finished = done;
+        const page = await admin('GET', `/requests?limit=7${since === undefined ? '' : `&since=${since}`}`);
+        assert.equal(page.status, 200, page.body);
+        const { requests } = JSON.parse(page.body) as { requests: Array<{ requestId: string }> };
+        seen.push(...requests.map((r) => r.requestId));
+        if (requests.length > 0) since = requests[requests.length - 1]?.requestId;
+        if (finished && requests.length === 0) break;
+      }
+      await load;
+      const twice = seen.filter((id, i) => seen.indexOf(id) !== i);
+      const missed = [...sent].filter((id) => !seen.includes(id));
+      assert.deepEqual({ twice, missed }, { twice: [], missed: [] }, `round ${round}: ${sent.size} requests, ${seen.length} paged`);
+    }
+  });
+
+  // Each worker counts a count fault down on its own and tells the others after the fact, so
+  // requests reaching both workers at once are caught up to `count` times in each (seen: 38
+  // of a count of 20). Exact only needs a claim that one owner answers, which makes the
+  // fault step asynchronous in the request lifecycle (src/http/lifecycle.ts, src/server/shared-faults.ts).
+  test('a count fault catches exactly `count` requests, also when they reach both workers at once', {
+    todo: 'count faults overshoot across --workers: the fault step would need an asynchronous claim (src/http/lifecycle.ts)',
+  }, async () => {
+    try {
+      for (const count of [1, 5, 20]) {
+        const armed = await admin('POST', '/faults', { operation: 'listPets', status: 503, count });
+        assert.equal(armed.status, 200, armed.body);
+        const answers = await Promise.all(Array.from({ length: 60 }, () => once(`${svc.url}/pets`, { key: KEYS.enterprise })));
+        assert.equal(answers.filter((a) => a.status === 503).length, count, `a count fault of ${count}, 60 requests at once over two workers`);
+      }
+    } finally {
+      assert.equal((await admin('DELETE', '/faults')).status, 204);
+    }
+  });
+});
+
+/** Sends one request on a keep-alive connection and keeps it open: resolves with its answer and whether the server then closed. */
+function keepAliveRequest(port: number, text: string): { answer: Promise<RawResponse>; closedByServer: Promise<boolean>; socket: net.Socket } {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  const parser = new ResponseParser();
+  let resolveAnswer: (r: RawResponse) => void = () => undefined;
+  const answer = new Promise<RawResponse>((resolve) => { resolveAnswer = resolve; });
+  socket.on('data', (d: Buffer) => {
+    const [r] = parser.push(d);
+    if (r !== undefined) resolveAnswer(r);
+  });
+  const closedByServer = new Promise<boolean>((resolve) => {
+    socket.once('end', () => resolve(true));
+    socket.once('close', () => resolve(false));
+  });
+  socket.write(text);
+  return { answer, closedByServer, socket };
+}
+
+test('a request in flight when SIGTERM comes is answered with Connection: close, and its connection closed by the server', async () => {
+  const dir = tempDir();
+  const srv = await startBundle(['--config', writeConfig(dir, testConfig({ admin: { key: ADMIN } }))], { cwd: dir });
+  try {
+    const base = srv.url.replace(/\/v1$/, '');
+    // Each create waits (an injected delay, which a stop ends at once): it is in flight when the stop begins.
+    const fault = await call(`${base}/__admin/faults`, {
+      method: 'POST', key: ADMIN, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ operation: 'createPet', delayMs: 30_000 }),
+    });
+    assert.equal(fault.status, 200, fault.text);
+    const body = JSON.stringify({ name: 'in-flight', categoryId: 1 });
+    const c = keepAliveRequest(portOf(srv.url), `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEYS.enterprise}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    // A count fault is gone from the listing once it has caught its request: the create waits then.
+    for (let i = 0; i < 500; i++) {
+      const listed = (await call(`${base}/__admin/faults`, { key: ADMIN })).json as { faults: unknown[] };
+      if (listed.faults.length === 0) break;
+      await sleep(10);
+    }
+    srv.proc.kill('SIGTERM');
+    const answer = await c.answer;
+    assert.equal(answer.status, 201, answer.body.toString());
+    assert.equal(header(answer, 'connection'), 'close', 'an answer given while stopping tells the client the connection ends');
+    assert.equal(await c.closedByServer, true, 'the server closed the connection after that answer');
+    c.socket.destroy();
+    assert.equal(await srv.exited, 0, srv.stderr());
+  } finally {
+    if (srv.proc.exitCode === null) srv.proc.kill('SIGKILL');
+  }
+});
+
+// endConnection (src/http/send.ts) writes the head with writeHead and then half the body with
+// res.write(): on a HEAD answer node ignores the write, so the head, only stored until then,
+// is never sent, and the socket.end() in the write's callback closes the connection with
+// nothing written at all: a `truncated` HEAD is an `empty` one.
+test('a truncated fault on a HEAD request sends the status line and the headers, then closes', {
+  todo: 'src/http/send.ts: on a HEAD answer the head is never flushed before the close (res.write is ignored for HEAD); flush it (res.flushHeaders()) before ending the socket',
+}, async () => {
+  const dir = tempDir();
+  const srv = await startBundle(['--config', writeConfig(dir, testConfig({ admin: { key: ADMIN } }))], { cwd: dir });
+  try {
+    const fault = await call(`${srv.url.replace(/\/v1$/, '')}/__admin/faults`, {
+      method: 'POST', key: ADMIN, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ operation: 'listPets', kind: 'truncated' }),
+    });
+    assert.equal(fault.status, 200, fault.text);
+    const received = await new Promise<string>((resolve) => {
+      const socket = net.connect(portOf(srv.url), '127.0.0.1');
+      let got = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (d: string) => { got += d; });
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve(got));
+      socket.write(`HEAD /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEYS.enterprise}\r\n\r\n`);
+    });
+    assert.match(received, /^HTTP\/1\.1 200 OK\r\n[\s\S]*content-length: \d+\r\n/i, `a truncated HEAD answer: ${JSON.stringify(received)}`);
+  } finally {
+    assert.equal(await srv.stop(), 0);
+  }
+});
