@@ -233,7 +233,7 @@ function journal(app: Instance, x: Exchange): Step {
 
 /** Every answer of a deprecated operation carries its headers, errors included. */
 function deprecation(app: Instance, x: Exchange): Step {
-  Object.assign(x.headers, deprecationHeaders(app, x.route as TableRoute, baseOf(app, x)));
+  x.deprecated = deprecationHeaders(app, x.route as TableRoute, baseOf(app, x));
   return undefined;
 }
 
