@@ -38,8 +38,9 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
  * request id, the body's type and length, and Cache-Control.
  */
 function headerList(x: Exchange, contentType: string, length: number | undefined): string[] {
+  const out: string[] = [];
   const deprecated = x.deprecated;
-  const out: string[] = deprecated === undefined ? [] : deprecated.slice();
+  if (deprecated !== undefined) for (let i = 0; i < deprecated.length; i++) out.push(deprecated[i] as string);
   const limit = x.limit;
   if (limit !== undefined) pushLimitHeaders(out, limit);
   const headers = x.headers;
