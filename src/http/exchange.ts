@@ -28,6 +28,8 @@ export interface Instance {
   readonly accessLog: boolean;
   /** Host header value -> base URL, so a request does not build the same string again. */
   readonly bases: Map<string, string>;
+  /** The last Host value looked up in `bases`, and its base URL. */
+  lastBase: { readonly host: string; readonly base: string } | undefined;
   /** Base URL -> the deprecation headers of a deprecated route's answers under it. */
   readonly deprecations: Map<string, readonly string[]>;
   /** Creates refused because the write queue was full, not yet logged (one line a second at most). */

@@ -140,6 +140,7 @@ export function createApp(deps: AppDeps): RequestListener {
     // Decided once: with access logs off, a request builds no log fields at all.
     accessLog: deps.logger.enabled?.('info') ?? true,
     bases: new Map(),
+    lastBase: undefined,
     deprecations: new Map(),
     busy: { refused: 0, loggedAt: -Infinity },
     metrics: deps.metrics,
