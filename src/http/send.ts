@@ -32,6 +32,18 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
   done(app, x, status);
 }
 
+/** Removes from a [name, value, ...] list the fields `headers` has too (same name). */
+function dropReplaced(out: string[], headers: Record<string, string>): void {
+  let kept = 0;
+  for (let i = 0; i < out.length; i += 2) {
+    const name = out[i] as string;
+    if (Object.hasOwn(headers, name)) continue;
+    out[kept++] = name;
+    out[kept++] = out[i + 1] as string;
+  }
+  out.length = kept;
+}
+
 /**
  * Every header of an answer, as [name, value, ...] (node writes a flat list in one loop):
  * the deprecation headers, the limiter's, the others gathered on the way, then the
@@ -44,7 +56,13 @@ function headerList(x: Exchange, contentType: string, length: number | undefined
   const limit = x.limit;
   if (limit !== undefined) pushLimitHeaders(out, limit);
   const headers = x.headers;
-  for (const name in headers) out.push(name, headers[name] as string);
+  let others = 0;
+  for (const name in headers) {
+    // A field set on the way replaces one of the same name above (a fault's 429 has its own
+    // X-RateLimit-Remaining and Retry-After), as it did when they were one object.
+    if (others++ === 0) dropReplaced(out, headers);
+    out.push(name, headers[name] as string);
+  }
   out.push('x-request-id', x.reqId);
   if (length !== undefined) out.push('content-type', contentType, 'content-length', String(length));
   out.push('cache-control', 'no-store');
