@@ -32,16 +32,14 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
   done(app, x, status);
 }
 
-/** Removes from a [name, value, ...] list the fields `headers` has too (same name). */
-function dropReplaced(out: string[], headers: Record<string, string>): void {
-  let kept = 0;
+/** Removes the field `name` from a [name, value, ...] list that has each name once at most. */
+function dropField(out: string[], name: string): void {
   for (let i = 0; i < out.length; i += 2) {
-    const name = out[i] as string;
-    if (Object.hasOwn(headers, name)) continue;
-    out[kept++] = name;
-    out[kept++] = out[i + 1] as string;
+    if (out[i] === name) {
+      out.splice(i, 2);
+      return;
+    }
   }
-  out.length = kept;
 }
 
 /**
@@ -56,11 +54,10 @@ function headerList(x: Exchange, contentType: string, length: number | undefined
   const limit = x.limit;
   if (limit !== undefined) pushLimitHeaders(out, limit);
   const headers = x.headers;
-  let others = 0;
   for (const name in headers) {
     // A field set on the way replaces one of the same name above (a fault's 429 has its own
     // X-RateLimit-Remaining and Retry-After), as it did when they were one object.
-    if (others++ === 0) dropReplaced(out, headers);
+    dropField(out, name);
     out.push(name, headers[name] as string);
   }
   out.push('x-request-id', x.reqId);
