@@ -2,7 +2,7 @@
 // into the response (429 rate_limited or temporarily_banned, counted for metrics).
 import type { Config } from '../config/index.js';
 import { ApiError, type ErrorCode } from '../core/index.js';
-import { setLimitHeaders, type LimitResult } from '../limits/index.js';
+import type { LimitResult } from '../limits/index.js';
 import { clientAddress } from './client-address.js';
 import type { AppDeps, Exchange, Instance } from './exchange.js';
 
@@ -11,9 +11,9 @@ export function chargeAddress(deps: AppDeps, x: Exchange, config: Config): Limit
   return deps.addressLimiter.take(clientAddress(x.req, config), config.anonymous, x.started);
 }
 
-/** Adds the limiter's headers; a refusal becomes the response. */
+/** Keeps the limiter's answer for the headers (send.ts writes them); a refusal becomes the response. */
 export function applyLimit(app: Instance, x: Exchange, limit: LimitResult): void {
-  setLimitHeaders(x.headers, limit);
+  x.limit = limit;
   if (limit.outcome === 'ok') return;
   app.metrics?.refused(limit.outcome);
   const message = limit.outcome === 'temporarily_banned'

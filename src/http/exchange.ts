@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ConnectionFault, Faults, HandlerContext } from '../api/index.js';
 import type { Config } from '../config/index.js';
 import type { ApiError } from '../core/index.js';
+import type { LimitResult } from '../limits/index.js';
 import type { MetricsRecorder } from '../metrics/index.js';
 import type { AuthResult } from './auth.js';
 import type { PendingBodies } from './body.js';
@@ -27,8 +28,10 @@ export interface Instance {
   readonly accessLog: boolean;
   /** Host header value -> base URL, so a request does not build the same string again. */
   readonly bases: Map<string, string>;
+  /** The last Host value looked up in `bases`, and its base URL. */
+  lastBase: { readonly host: string; readonly base: string } | undefined;
   /** Base URL -> the deprecation headers of a deprecated route's answers under it. */
-  readonly deprecations: Map<string, Readonly<Record<string, string>>>;
+  readonly deprecations: Map<string, readonly string[]>;
   /** Creates refused because the write queue was full, not yet logged (one line a second at most). */
   busy: { refused: number; loggedAt: number };
   readonly metrics: MetricsRecorder | undefined;
@@ -40,8 +43,16 @@ export interface Instance {
 
 /** Per-request state carried through the phases (a class: one hidden shape for every request). */
 export class Exchange {
-  /** Headers every response of this request carries (rate limit, deprecation, ...). */
+  /**
+   * Headers every response of this request carries (CORS, Allow, Connection, ...). The two
+   * sets every request of the hot path has are kept apart, ready to write: `deprecated` and
+   * `limit` (send.ts writes all of them as one flat list).
+   */
   readonly headers: Record<string, string> = {};
+  /** The deprecation headers of a deprecated route, as [name, value, ...] built once per base URL. */
+  deprecated: readonly string[] | undefined = undefined;
+  /** The limiter's answer to this request's charge: its headers go on every answer after it. */
+  limit: LimitResult | undefined = undefined;
   keyName: string | undefined = undefined;
   /** The Error body's error, once the answer is one: its code goes into the access log. */
   error: ApiError | undefined = undefined;

@@ -140,6 +140,7 @@ export function createApp(deps: AppDeps): RequestListener {
     // Decided once: with access logs off, a request builds no log fields at all.
     accessLog: deps.logger.enabled?.('info') ?? true,
     bases: new Map(),
+    lastBase: undefined,
     deprecations: new Map(),
     busy: { refused: 0, loggedAt: -Infinity },
     metrics: deps.metrics,
@@ -233,7 +234,7 @@ function journal(app: Instance, x: Exchange): Step {
 
 /** Every answer of a deprecated operation carries its headers, errors included. */
 function deprecation(app: Instance, x: Exchange): Step {
-  Object.assign(x.headers, deprecationHeaders(app, x.route as TableRoute, baseOf(app, x)));
+  x.deprecated = deprecationHeaders(app, x.route as TableRoute, baseOf(app, x));
   return undefined;
 }
 

@@ -104,12 +104,20 @@ export function base(app: Instance, req: IncomingMessage, config: Config): strin
   }
   const host = req.headers.host;
   if (host !== undefined) {
+    // A keep-alive client sends the same Host every time: compared with the last one first,
+    // the fresh string is not hashed for the Map.
+    const last = app.lastBase;
+    if (last !== undefined && last.host === host) return last.base;
     const known = app.bases.get(host);
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      app.lastBase = { host, base: known };
+      return known;
+    }
     if (isSaneHost(host)) {
       if (app.bases.size >= 64) app.bases.clear(); // Host values are client-chosen: stay bounded
       const url = `http://${host}/v1`;
       app.bases.set(host, url);
+      app.lastBase = { host, base: url };
       return url;
     }
   }

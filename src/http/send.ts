@@ -1,5 +1,6 @@
 // The one exit: every response of the service is written here.
 import { JOURNAL_MAX_BODY_BYTES, type ConnectionFault, type Reply } from '../api/index.js';
+import { pushLimitHeaders } from '../limits/index.js';
 import { boundUnreadBody, lingerAfterAnswer } from './drain.js';
 import { loggedAddress } from './client-address.js';
 import type { Exchange, Instance } from './exchange.js';
@@ -20,21 +21,49 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
     endConnection(app, x, x.end, status, body, contentType);
     return;
   }
-  const headers = x.headers;
-  headers['x-request-id'] = x.reqId;
-  if (body !== undefined) {
-    headers['content-type'] = contentType;
-    headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
-  }
-  headers['cache-control'] = 'no-store';
   const rh = x.req.headers;
   if (rh['content-length'] !== undefined || rh['transfer-encoding'] !== undefined) {
     boundUnreadBody(x);
-    if (headers.connection === 'close' && !x.req.complete) lingerAfterAnswer(x.req.socket);
+    if (x.headers.connection === 'close' && !x.req.complete) lingerAfterAnswer(x.req.socket);
   }
-  x.res.writeHead(status, headers);
+  const length = body === undefined ? undefined : typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  x.res.writeHead(status, headerList(x, contentType, length));
   x.res.end(body);
   done(app, x, status);
+}
+
+/** Removes the field `name` from a [name, value, ...] list that has each name once at most. */
+function dropField(out: string[], name: string): void {
+  for (let i = 0; i < out.length; i += 2) {
+    if (out[i] === name) {
+      out.splice(i, 2);
+      return;
+    }
+  }
+}
+
+/**
+ * Every header of an answer, as [name, value, ...] (node writes a flat list in one loop):
+ * the deprecation headers, the limiter's, the others gathered on the way, then the
+ * request id, the body's type and length, and Cache-Control.
+ */
+function headerList(x: Exchange, contentType: string, length: number | undefined): string[] {
+  const out: string[] = [];
+  const deprecated = x.deprecated;
+  if (deprecated !== undefined) for (let i = 0; i < deprecated.length; i++) out.push(deprecated[i] as string);
+  const limit = x.limit;
+  if (limit !== undefined) pushLimitHeaders(out, limit);
+  const headers = x.headers;
+  for (const name in headers) {
+    // A field set on the way replaces one of the same name above (a fault's 429 has its own
+    // X-RateLimit-Remaining and Retry-After), as it did when they were one object.
+    dropField(out, name);
+    out.push(name, headers[name] as string);
+  }
+  out.push('x-request-id', x.reqId);
+  if (length !== undefined) out.push('content-type', contentType, 'content-length', String(length));
+  out.push('cache-control', 'no-store');
+  return out;
 }
 
 /** Counts and logs an answer, with one more clock reading for its duration. */
@@ -150,12 +179,7 @@ function endConnection(app: Instance, x: Exchange, end: ConnectionFault, status:
     socket.destroy();
   } else {
     const body = typeof reply === 'string' ? Buffer.from(reply) : (reply ?? Buffer.alloc(0));
-    const headers = x.headers;
-    headers['x-request-id'] = x.reqId;
-    headers['content-type'] = contentType;
-    headers['content-length'] = String(body.length);
-    headers['cache-control'] = 'no-store';
-    x.res.writeHead(status, headers);
+    x.res.writeHead(status, headerList(x, contentType, body.length));
     // The headers and half the body go out; then the connection closes with the rest unsent.
     x.res.write(body.subarray(0, body.length >> 1), () => socket.end());
   }

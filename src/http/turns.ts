@@ -127,11 +127,14 @@ export function takeTurns(listener: RequestListener): RequestListener {
   const handle = (share: Share, req: IncomingMessage, res: ServerResponse): void => {
     share.served++;
     listener(req, res);
-    // Counted even when answered at once: an answer counts until it has gone out, so a
-    // client that does not read is not read either.
+    // An answer counts until it has gone out (to the socket, and from it to the kernel), so
+    // a client that does not read is not read either. One answered at once and already out
+    // (the common case: the socket took it whole) has nothing left to wait for.
+    if (res.writableFinished) return;
     share.outstanding++;
     outstandingTotal++;
-    res.once('close', onAnswered);
+    // ('close' comes once per response: no once() wrapper needed.)
+    res.on('close', onAnswered);
   };
   // ('close' follows 'finish', when the answer has gone out; or comes alone if the connection dropped.)
   function onAnswered(this: ServerResponse): void {

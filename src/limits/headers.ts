@@ -15,17 +15,24 @@ import type { LimitOutcome, LimitResult } from './contract.js';
 /** Every response that was charged carries these (Retry-After too, on a refusal). */
 export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'] as const;
 
-/**
- * Adds a charge's headers to a response's; the one place where a LimitResult becomes header
- * fields, so the names above and the values cannot drift apart.
- */
+/** Adds a charge's headers to a response's, as an object (through pushLimitHeaders). */
 export function setLimitHeaders(h: Record<string, string>, limit: LimitResult): void {
-  h['X-RateLimit-Limit'] = limit.limit;
-  h['X-RateLimit-Remaining'] = limit.remaining;
-  h['X-RateLimit-Reset'] = limit.reset;
-  h['RateLimit-Policy'] = limit.policy;
-  h['RateLimit'] = limit.rateLimit;
-  if (limit.outcome !== 'ok') h['Retry-After'] = String(limit.retryAfter);
+  const list: string[] = [];
+  pushLimitHeaders(list, limit);
+  for (let i = 0; i < list.length; i += 2) h[list[i] as string] = list[i + 1] as string;
+}
+
+/**
+ * Appends a charge's headers to a flat [name, value, ...] list (what the app writes); the
+ * one place where a LimitResult becomes header fields, so the names above and the values
+ * cannot drift apart.
+ */
+export function pushLimitHeaders(out: string[], limit: LimitResult): void {
+  out.push(
+    'X-RateLimit-Limit', limit.limit, 'X-RateLimit-Remaining', limit.remaining, 'X-RateLimit-Reset', limit.reset,
+    'RateLimit-Policy', limit.policy, 'RateLimit', limit.rateLimit,
+  );
+  if (limit.outcome !== 'ok') out.push('Retry-After', String(limit.retryAfter));
 }
 
 /** Plain fields, one hidden shape for every result on the hot path. */
@@ -111,13 +118,18 @@ export function limitResult(
     if (waitMs > msToFull) msToFull = waitMs;
   }
   const resetAt = Math.ceil((nowMs + msToFull) / 1000);
-  const remainingStr = String(remaining);
+  // Reset moves once a second at most for a busy client: its string is kept.
+  if (resetAt !== lastReset) {
+    lastReset = resetAt;
+    lastResetString = String(resetAt);
+  }
+  const remainingStr = remaining >= 0 && remaining < SMALL.length ? (SMALL[remaining] as string) : String(remaining);
   return new Result(
     outcome,
     Math.ceil(waitMs / 1000),
     minuteBinds ? strings.minuteLimit : strings.dayLimit,
     remainingStr,
-    String(resetAt),
+    lastResetString,
     strings.policy,
     // draft-ietf-httpapi-ratelimit-headers-11: RateLimit is a List of service limit items,
     // each a String naming the policy with r (available quota) and t (section 4.1.2: the
@@ -127,3 +139,9 @@ export function limitResult(
     (minuteBinds ? '"minute";r=' : '"day";r=') + remainingStr + ';t=' + Math.ceil(msToNext / 1000),
   );
 }
+
+// The header values' number formatting, cheap on the hot path: the integers below 1,024
+// (the Remaining of most plans) as strings made once, and the last Reset value's string.
+const SMALL: readonly string[] = Array.from({ length: 1024 }, (_, i) => String(i));
+let lastReset = Number.NaN;
+let lastResetString = '';

@@ -1,0 +1,129 @@
+// Instructions per request: a measure that does not depend on what else runs on the machine.
+//
+// Requests per second on a shared 2-core machine move by ±30% from one round to the next;
+// the number of instructions a server executes per answer hardly moves. This runs each server
+// under valgrind's callgrind with instrumentation off, seeds it, warms it up (so V8 has
+// optimized the hot path), then counts the instructions (user space: our JavaScript, node's,
+// V8's, the garbage collector; not the kernel) of exactly N requests, sent by a keep-alive
+// client with C connections. C=1 puts one request in each turn of the event loop, as a fast
+// server on a quiet machine mostly sees; C=16 amortizes what each turn costs.
+//
+//   cd test/bench && node instructions.mjs                  # list and get; petstore, ceiling
+//   BENCH_BEFORE=/tmp/base/dist/petstore.js INSTR_SERVERS=petstore,petstore@before,ceiling node instructions.mjs
+//
+// Settings: INSTR_SCENARIOS (list,get), INSTR_SERVERS (petstore,ceiling; petstore@before with
+// BENCH_BEFORE), INSTR_REQUESTS (2000), INSTR_WARMUP (4000 requests), INSTR_CONNECTIONS (1),
+// INSTR_RUNS (2 per server: the spread, from V8's own timing of optimization and GC, is a few
+// percent). Needs valgrind (apt-get install -y valgrind). The servers run two at a time.
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BEFORE, CONFIG, ROOT, have, http, jsonHeaders, KEY } from './lib.mjs';
+import { seedPet } from './peers/common.mjs';
+
+const env = process.env;
+const list = (value, all) => (value ? value.split(',').map((s) => s.trim()).filter(Boolean) : all);
+const SCENARIOS = list(env.INSTR_SCENARIOS, ['list', 'get']);
+const SERVERS = list(env.INSTR_SERVERS, ['petstore', ...(BEFORE ? ['petstore@before'] : []), 'ceiling']);
+const N = Number(env.INSTR_REQUESTS ?? 2000);
+const WARM = Number(env.INSTR_WARMUP ?? 4000);
+const C = Number(env.INSTR_CONNECTIONS ?? 1);
+const RUNS = Number(env.INSTR_RUNS ?? 2);
+const PATHS = { list: '/pets?limit=20', get: '/pets/100' };
+const SCRIPTS = {
+  petstore: join(ROOT, 'dist', 'petstore.js'),
+  'petstore@before': BEFORE,
+  ceiling: join(ROOT, 'test', 'bench', 'peers', 'ceiling.mjs'),
+};
+
+if (!have('valgrind') || !have('callgrind_control')) {
+  process.stderr.write('instructions.mjs needs valgrind (apt-get install -y valgrind)\n');
+  process.exit(1);
+}
+
+async function count(name, scenario) {
+  const script = SCRIPTS[name];
+  if (script === undefined) throw new Error(`unknown server ${name} (petstore@before needs BENCH_BEFORE)`);
+  const out = join(tmpdir(), `petstore-instructions-${process.pid}-${name.replace(/\W/g, '_')}-${scenario}-${Math.random().toString(36).slice(2)}`);
+  const peer = name === 'ceiling';
+  const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file',
+    process.execPath, script, '--config', CONFIG, '--memory', '--port', '0', ...(peer ? [] : ['--log-level', 'warn'])];
+  const proc = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  proc.stderr.on('data', (c) => (stderr = (stderr + c).slice(-4000)));
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  const base = await new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => reject(new Error(`${name}: not ready within 180 s\n${stderr}`)), 180_000);
+    proc.stdout.on('data', (chunk) => {
+      if (text === null) return;
+      text += chunk;
+      const m = /http:\/\/\S+\/v1/.exec(text);
+      if (m === null) return;
+      text = null;
+      clearTimeout(timer);
+      proc.stdout.resume();
+      resolve(m[0]);
+    });
+  });
+  try {
+    if (!peer) {
+      for (let i = 1; i <= 200; i++) {
+        const r = await http(`${base}/pets`, { method: 'POST', headers: jsonHeaders(), body: JSON.stringify(seedPet(i)) });
+        if (r.status !== 201) throw new Error(`${name}: seeding answered ${r.status}`);
+      }
+    }
+    const agent = new Agent({ keepAlive: true, maxSockets: C });
+    const url = base + PATHS[scenario];
+    const one = () => new Promise((resolve, reject) => {
+      const req = request(url, { agent, headers: { Authorization: `Bearer ${KEY}` } }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${name}: ${res.statusCode}`))));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    const load = async (n) => {
+      let left = n;
+      await Promise.all(Array.from({ length: C }, async () => {
+        while (left-- > 0) await one();
+      }));
+    };
+    await load(WARM);
+    execFileSync('callgrind_control', ['--instr=on', String(proc.pid)], { stdio: 'ignore' });
+    await load(N);
+    execFileSync('callgrind_control', ['--instr=off', String(proc.pid)], { stdio: 'ignore' });
+    agent.destroy();
+  } finally {
+    proc.kill('SIGTERM');
+    await exited;
+  }
+  const totals = /^totals: (\d+)/m.exec(readFileSync(out, 'utf8'));
+  rmSync(out, { force: true });
+  if (totals === null) throw new Error(`${name}: no totals in the callgrind output`);
+  return Number(totals[1]) / N;
+}
+
+const lines = [`Instructions per request (callgrind, user space): ${N} requests after ${WARM} of warm-up, ${C} connection(s), node ${process.version}; ${RUNS} runs each.`, ''];
+lines.push(`| scenario | ${SERVERS.join(' | ')} |`, `|---|${SERVERS.map(() => '---:|').join('')}`);
+for (const scenario of SCENARIOS) {
+  const jobs = [];
+  for (const name of SERVERS) for (let r = 0; r < RUNS; r++) jobs.push({ name });
+  // Two at a time: callgrind runs on one core, and its count does not depend on the other.
+  const results = new Map(SERVERS.map((n) => [n, []]));
+  for (let i = 0; i < jobs.length; i += 2) {
+    const pair = jobs.slice(i, i + 2);
+    process.stderr.write(`${scenario}: ${pair.map((j) => j.name).join(', ')}...\n`);
+    const counts = await Promise.all(pair.map((j) => count(j.name, scenario)));
+    pair.forEach((j, k) => results.get(j.name).push(counts[k]));
+  }
+  const cell = (values) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const mid = sorted[Math.floor((sorted.length - 1) / 2)];
+    return `${Math.round(mid).toLocaleString('en-US')} (${sorted.map((v) => Math.round(v / 100) / 10).join(' / ')}k)`;
+  };
+  lines.push(`| ${scenario} | ${SERVERS.map((n) => cell(results.get(n))).join(' | ')} |`);
+}
+process.stdout.write(`${lines.join('\n')}\n`);
