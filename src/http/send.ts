@@ -180,7 +180,9 @@ function endConnection(app: Instance, x: Exchange, end: ConnectionFault, status:
   } else {
     const body = typeof reply === 'string' ? Buffer.from(reply) : (reply ?? Buffer.alloc(0));
     x.res.writeHead(status, headerList(x, contentType, body.length));
-    // The headers and half the body go out; then the connection closes with the rest unsent.
+    // The head goes out on its own (a HEAD answer has no body for write() to carry it), then
+    // half the body; then the connection closes with the rest unsent.
+    x.res.flushHeaders();
     x.res.write(body.subarray(0, body.length >> 1), () => socket.end());
   }
   done(app, x, status);

@@ -173,9 +173,7 @@ test('a request in flight when SIGTERM comes is answered with Connection: close,
 // res.write(): on a HEAD answer node ignores the write, so the head, only stored until then,
 // is never sent, and the socket.end() in the write's callback closes the connection with
 // nothing written at all: a `truncated` HEAD is an `empty` one.
-test('a truncated fault on a HEAD request sends the status line and the headers, then closes', {
-  todo: 'src/http/send.ts: on a HEAD answer the head is never flushed before the close (res.write is ignored for HEAD); flush it (res.flushHeaders()) before ending the socket',
-}, async () => {
+test('a truncated fault on a HEAD request sends the status line and the headers, then closes', async () => {
   const dir = tempDir();
   const srv = await startBundle(['--config', writeConfig(dir, testConfig({ admin: { key: ADMIN } }))], { cwd: dir });
   try {
