@@ -8,9 +8,10 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, request } from 'node:http';
 import { Worker } from 'node:worker_threads';
-import { KEYS, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import { KEYS, startBundle, tempDir, testConfig, until, writeConfig, type Running } from '../helpers.js';
 import { skipUnless } from '../support/engines.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
+import { liveHeap, liveHeapEnv, liveMiB, type LiveHeap } from '../support/live-heap.js';
 import { percentile, portOf, rssKiB, sleep } from '../reliability/lib.js';
 
 const BANNED = 'banned-key-0123';
@@ -178,44 +179,66 @@ async function bannedFlood(url: string, ms: number): Promise<FloodCounts> {
   return flood.stop();
 }
 
-/** Peak RSS of `pid` in MiB while a write-without-read flood runs for `ms`. */
-async function peakRssUnderUnreadFlood(srv: Running, request: string, ms: number): Promise<{ peakMiB: number; baseMiB: number }> {
+/**
+ * A write-without-read flood over 200 connections for `ms`: peak RSS (diagnostics only), and
+ * what the server holds live (after forced full collections) before, while the flood still
+ * runs, and once its connections are gone.
+ */
+async function unreadFlood(srv: Running, request: string, ms: number): Promise<{ peakMiB: number; baseMiB: number; base: LiveHeap; during: LiveHeap }> {
   const pid = srv.proc.pid as number;
+  const base = await liveHeap(srv);
   const baseMiB = rssKiB(pid) / 1024;
   const flood = startFlood({ port: portOf(srv.url), connections: 200, request, depth: 0, read: false });
-  let peakMiB = baseMiB;
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    peakMiB = Math.max(peakMiB, rssKiB(pid) / 1024);
-    await sleep(50);
+  try {
+    let peakMiB = baseMiB;
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+      peakMiB = Math.max(peakMiB, rssKiB(pid) / 1024);
+      await sleep(50);
+    }
+    const during = await liveHeap(srv);
+    return { peakMiB, baseMiB, base, during };
+  } finally {
+    await flood.stop();
   }
-  await flood.stop();
-  return { peakMiB, baseMiB };
 }
 
-/** RSS bound under 200 connections that write and never read (the process starts at about 50 MiB). */
-const RSS_BOUND_MIB = 250;
 /**
- * The RSS checks run a server of their own whose V8 old space is capped at this: V8 collects
- * garbage lazily, so a peak of RSS says little about what is live (200 connections' reads of
- * small requests are 300 MB of short-lived objects); under the cap, a server whose live memory
- * were not bounded dies of it, and one whose memory is bounded stays under RSS_BOUND_MIB.
+ * The server of this check runs with V8's old space capped at this, so that a server that
+ * went on reading connections whose answers nobody reads (and so held every request they
+ * sent) dies of it within the flood, and the check fails on its exit; a bounded one holds
+ * some 20 to 40 MiB live under this flood, at times over 100 MiB (every connection may have one
+ * read of up to 64 KiB parsed into requests at once, about 1 MiB of objects each).
  */
-const OLD_SPACE_MIB = 160;
+const OLD_SPACE_MIB = 256;
+/** What may stay live once the flood's connections are gone, over what was live before it. */
+const LEFT_LIVE_MIB = 8;
 
-/** Starts a server for the RSS check, floods it, checks it survived and answers others, and stops it. */
-async function rssCheck(t: { diagnostic(m: string): void }, args: readonly string[]): Promise<void> {
+/**
+ * Starts a server for the memory check, floods it, checks that it survived, answers others,
+ * and holds no more than before, and stops it. Memory is read as what stays live after forced
+ * full collections: a peak of RSS (checked here before) measured when V8 chose to collect,
+ * which differs between Node releases (Node 24's V8 took a bounded server past 250 MiB).
+ */
+async function memoryCheck(t: { diagnostic(m: string): void }, args: readonly string[]): Promise<void> {
   const dir = tempDir();
   const srv = await startBundle(['--config', writeConfig(dir, CONFIG), '--memory', ...args], {
-    cwd: dir, env: { NODE_OPTIONS: `--max-old-space-size=${OLD_SPACE_MIB}` },
+    cwd: dir, env: liveHeapEnv(`--max-old-space-size=${OLD_SPACE_MIB}`),
   });
   try {
-    const { peakMiB, baseMiB } = await peakRssUnderUnreadFlood(srv, keyed(KEYS.free), 4_000);
-    // And the server answers others at once when the flood's connections are gone.
+    const { peakMiB, baseMiB, base, during } = await unreadFlood(srv, keyed(KEYS.free), 4_000);
+    // It survived, and answers again once the flood's connections are gone: first a request
+    // of its own (how soon depends on the machine's load: the server first drops what the
+    // closed connections had sent and waits for the limiter's answers to what it had
+    // admitted), then others.
+    const stopped = performance.now();
+    await until('the server answers after the flood', async () => (await fetch(`${srv.url}/pets?limit=1`, { headers: { authorization: `Bearer ${KEYS.enterprise}` } })).status === 200);
+    const firstMs = performance.now() - stopped;
     const after = await victim(srv.url, 3_000);
-    t.diagnostic(`RSS ${baseMiB.toFixed(0)} MiB before, peak ${peakMiB.toFixed(0)} MiB under the flood; victim after it: ${figures(after)}`);
-    assert.ok(peakMiB < RSS_BOUND_MIB, `peak RSS ${peakMiB.toFixed(0)} MiB`);
+    const left = await liveHeap(srv);
+    t.diagnostic(`live heap ${liveMiB(base)} MiB before, ${liveMiB(during)} MiB under the flood, ${liveMiB(left)} MiB after it; RSS ${baseMiB.toFixed(0)} MiB before, peak ${peakMiB.toFixed(0)} MiB; first answer ${firstMs.toFixed(0)} ms after the flood; victim after it: ${figures(after)}`);
     assert.ok(after.answered >= 0.6 * after.sent, figures(after));
+    assert.ok(liveMiB(left) - liveMiB(base) < LEFT_LIVE_MIB, `live heap ${liveMiB(base)} MiB before the flood, ${liveMiB(left)} MiB once it is gone`);
   } finally {
     assert.equal(await srv.stop(), 0, srv.stderr());
   }
@@ -244,7 +267,9 @@ describe('in-process limits', () => {
       // The flood is a flood: thousands of refusals in the window (else this proves nothing).
       assert.ok(counts.answers - before > 1_000, `the flood got only ${counts.answers - before} answers`);
       assert.equal((counts.statuses['200'] ?? 0), 0, 'keyless requests are never admitted');
-      assert.ok(flooded.answered >= 0.8 * alone.answered, `victim: ${flooded.answered} answers under the flood, ${alone.answered} alone`);
+      // As shares of what the victim sent: the flood's worker shares the test's process, and
+      // on a busy machine the victim sends fewer requests in the window, answered or not.
+      assert.ok(flooded.answered / flooded.sent >= 0.8 * alone.answered / alone.sent, `victim: ${flooded.answered}/${flooded.sent} answered under the flood, ${alone.answered}/${alone.sent} alone`);
     } finally {
       await flood.stop();
     }
@@ -258,8 +283,8 @@ describe('in-process limits', () => {
     assert.equal(counts.statuses['200'] ?? 0, 0);
   });
 
-  it(`200 connections writing pipelined requests without reading: RSS stays under ${RSS_BOUND_MIB} MiB`, async (t) => {
-    await rssCheck(t, []);
+  it('200 connections writing pipelined requests without reading: the server survives a capped heap, answers, and keeps nothing', async (t) => {
+    await memoryCheck(t, []);
   });
 });
 
@@ -288,7 +313,9 @@ describe('limits in Redis', { skip: skipUnless('Redis limits under overload', ['
       t.diagnostic(`victim under the flood: ${figures(flooded)}; the flood got ${counts.answers - before} answers meanwhile (${JSON.stringify(counts.statuses)})`);
       assert.ok(counts.answers - before > 1_000, `the flood got only ${counts.answers - before} answers`);
       assert.equal((counts.statuses['200'] ?? 0), 0, 'keyless requests are never admitted');
-      assert.ok(flooded.answered >= 0.8 * alone.answered, `victim: ${flooded.answered} answers under the flood, ${alone.answered} alone`);
+      // As shares of what the victim sent: the flood's worker shares the test's process, and
+      // on a busy machine the victim sends fewer requests in the window, answered or not.
+      assert.ok(flooded.answered / flooded.sent >= 0.8 * alone.answered / alone.sent, `victim: ${flooded.answered}/${flooded.sent} answered under the flood, ${alone.answered}/${alone.sent} alone`);
     } finally {
       await flood.stop();
     }
@@ -302,7 +329,7 @@ describe('limits in Redis', { skip: skipUnless('Redis limits under overload', ['
     assert.equal(counts.statuses['200'] ?? 0, 0);
   });
 
-  it(`200 connections writing pipelined requests without reading: RSS stays under ${RSS_BOUND_MIB} MiB`, async (t) => {
-    await rssCheck(t, ['--limits', redis.url]);
+  it('200 connections writing pipelined requests without reading: the server survives a capped heap, answers, and keeps nothing', async (t) => {
+    await memoryCheck(t, ['--limits', redis.url]);
   });
 });
