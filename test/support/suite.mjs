@@ -30,8 +30,9 @@ const BUILD = join(ROOT, 'build', 'test');
  * compared with its answers alone; side by side with other files, the flood, the server and the
  * victim get a share of the two cores that changes from one window to the next (0 answers seen).
  * The other files that once ran alone no longer race real timers or read RSS: ratelimit runs
- * on a stopped clock, abuse and slow-clients read the live heap, slow-clients checks that no
- * socket is cut before its timeout rather than that none is cut while a probe runs.
+ * on a stopped clock, abuse, slow-clients and unread-flood (once part of fairness) read the live
+ * heap, slow-clients checks that no socket is cut before its timeout rather than that none is
+ * cut while a probe runs.
  */
 const SERIAL = new Set(['bundle/fairness.test.js']);
 
@@ -50,6 +51,7 @@ const FIRST = [
   'bundle/crash-loop.test.js',
   'bundle/redis-limits.test.js',
   'bundle/pipeline-backpressure.test.js',
+  'bundle/unread-flood.test.js',
   'store/postgres.test.js',
   'bundle/ops.test.js',
   'bundle/workers.test.js',
