@@ -175,10 +175,11 @@ async function pool(jobs, n) {
 }
 
 const started = performance.now();
-process.stderr.write(`suite: ${parallel.length} files ${concurrency} at a time${serial.length > 0 ? `, then ${serial.length} one at a time` : ''} (node ${process.version})\n`);
+process.stderr.write(`suite: ${[parallel.length > 0 ? `${parallel.length} files ${concurrency} at a time` : '', serial.length > 0 ? `${serial.length} alone${parallel.length > 0 ? ' after them' : ''}` : ''].filter(Boolean).join(', ')} (node ${process.version})\n`);
 const groups = [];
 // The type check goes first: it is one of the longest jobs.
-groups.push(['side by side', await pool([...(argv.includes('--typecheck') ? [typecheck] : []), ...parallel.map(testJob)], concurrency)]);
+const first = [...(argv.includes('--typecheck') ? [typecheck] : []), ...parallel.map(testJob)];
+if (first.length > 0) groups.push(['side by side', await pool(first, concurrency)]);
 if (serial.length > 0) groups.push(['alone', await pool(serial.map(testJob), 1)]);
 
 const all = groups.flatMap(([, g]) => g.results);
