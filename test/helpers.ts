@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LocalPetStore, StoredPet } from '../src/store/index.js';
+import { UNTIL_MS } from './support/wait.js';
 
 export { sleep, until } from './support/wait.js';
 
@@ -89,7 +90,9 @@ export function startBundle(args: readonly string[], opts: { cwd?: string; env?:
   let err = '';
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ready line in 10 s; stderr: ${err}`)), 10_000);
+    // The bound of until(): only how long a broken start takes to fail (a start on two cores
+    // shared by four test files and their servers took more than 10 s).
+    const timer = setTimeout(() => reject(new Error(`no ready line in ${UNTIL_MS / 1000} s; stderr: ${err}`)), UNTIL_MS);
     proc.stderr?.on('data', (d: Buffer) => { err += d.toString(); });
     proc.stdout?.on('data', (d: Buffer) => {
       out += d.toString();

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { KEYS, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
 import { addressFlood, floodAddress, keyGuessing, keyTiming, probeAddress } from '../reliability/abuse.js';
 import { makeRng, portOf, seedFrom } from '../reliability/lib.js';
+import { liveHeap, liveHeapEnv, liveMiB } from '../support/live-heap.js';
 
 const running: Running[] = [];
 after(async () => {
@@ -19,18 +20,21 @@ after(async () => {
 
 async function start(config: Record<string, unknown>): Promise<Running> {
   const dir = tempDir();
-  const srv = await startBundle(['--config', writeConfig(dir, testConfig(config)), '--memory'], { cwd: dir });
+  const srv = await startBundle(['--config', writeConfig(dir, testConfig(config)), '--memory'], { cwd: dir, env: liveHeapEnv() });
   running.push(srv);
   return srv;
 }
 
 const ANONYMOUS = { perMinute: 30, perDay: 500 };
 const BAN = { after: 20, seconds: 300 };
+/** Growth of the live heap (heap used + external, after full collections) a flood may cause. */
+const LIVE_GROWTH_MIB = 4;
 
 test('100,000 wrong keys from one address: exactly anonymous.perMinute 401s, then 429s, then a ban', async (t) => {
   const seed = seedFrom('ABUSE_SEED');
   t.diagnostic(`abuse seed ${seed}`);
   const srv = await start({ anonymous: ANONYMOUS, ban: BAN });
+  const before = await liveHeap(srv);
   const r = await keyGuessing({ port: portOf(srv.url), pid: srv.proc.pid ?? 0, rng: makeRng(seed), total: 100_000, validKey: KEYS.free });
   t.diagnostic(JSON.stringify(r));
   assert.equal(r.total, 100_000);
@@ -40,9 +44,11 @@ test('100,000 wrong keys from one address: exactly anonymous.perMinute 401s, the
   assert.equal(r.unauthorizedTotal, ANONYMOUS.perMinute, 'no guess got through after the ban (401 answers only the budget)');
   assert.equal(r.banned, 100_000 - ANONYMOUS.perMinute - BAN.after - 1);
   assert.equal(r.validKeyStatus, 200, 'a valid key from the same address is not affected');
-  // Nothing is kept per wrong key; what growth there is, is V8 sizing its heap (the long
-  // version shows it levels off).
-  assert.ok(r.rssAfterKiB - r.rssBeforeKiB < 64 * 1024, `RSS grew ${r.rssAfterKiB - r.rssBeforeKiB} KiB`);
+  // Nothing is kept per wrong key: what the server holds live (after a forced full collection)
+  // is what it held before the flood, give or take compiled code and caches that fill once.
+  const after = await liveHeap(srv);
+  t.diagnostic(`live heap ${liveMiB(before)} -> ${liveMiB(after)} MiB; RSS ${r.rssBeforeKiB >> 10} -> ${r.rssAfterKiB >> 10} MiB`);
+  assert.ok(liveMiB(after) - liveMiB(before) < LIVE_GROWTH_MIB, `live heap grew ${liveMiB(before)} -> ${liveMiB(after)} MiB over ${r.total} wrong keys`);
 });
 
 test('100,000 distinct addresses: memory flat, table bounded at anonymousTableSize, every fresh address its own budget', async (t) => {
@@ -68,6 +74,7 @@ test('100,000 distinct addresses: memory flat, table bounded at anonymousTableSi
   // tableSize - 1 other addresses later it is still remembered (and still banned) ...
   const warm = await addressFlood({ port, pid, count: 0, warmup: tableSize - 1 });
   assert.deepEqual(warm.byOutcome, { 401: tableSize - 1 });
+  const full = await liveHeap(srv);
   assert.deepEqual(await probeAddress(port, probe, 1), ['temporarily_banned']);
   // ... and tableSize further addresses later it has been evicted: the table is bounded.
   const flood = await addressFlood({ port, pid, count: 100_000, warmup: tableSize, offset: tableSize, sampleEvery: 25_000 });
@@ -75,11 +82,11 @@ test('100,000 distinct addresses: memory flat, table bounded at anonymousTableSi
   assert.deepEqual(await probeAddress(port, probe, 1), ['401']);
   // Each fresh address had its own budget: no refusals in the flood.
   assert.deepEqual(flood.byOutcome, { 401: tableSize + 100_000 });
-  // A loose bound: at 100,000 addresses V8 is still sizing its heap (an unbounded table would
-  // not stand out yet; the eviction above is the exact proof, and the long version's
-  // 1,000,000 addresses show RSS level off where a table of them would add ~150 MB).
-  const growth = flood.rssAfterKiB - flood.rssAfterWarmupKiB;
-  assert.ok(growth < 64 * 1024, `RSS grew ${growth} KiB over 100,000 addresses (samples ${flood.rssSamplesKiB.join(', ')})`);
+  // The table full before, the table full after: what stays live is the same (a table that kept
+  // every address would hold 10 times as many entries, ~150 bytes each).
+  const flooded = await liveHeap(srv);
+  t.diagnostic(`live heap with the table full ${liveMiB(full)} MiB, after the flood ${liveMiB(flooded)} MiB; RSS ${flood.rssAfterWarmupKiB >> 10} -> ${flood.rssAfterKiB >> 10} MiB`);
+  assert.ok(liveMiB(flooded) - liveMiB(full) < LIVE_GROWTH_MIB, `live heap grew ${liveMiB(full)} -> ${liveMiB(flooded)} MiB over ${flood.addresses} addresses`);
 
   // Addresses are limited per IPv6 /64: a flood of addresses inside one /64 is one client.
   const v6: string[][] = [];

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { Agent } from 'node:http';
 import { BUNDLE, KEYS, call, startBundle, tempDir, writeConfig } from '../helpers.js';
+import { bound } from '../support/wait.js';
 import { httpRequest, isAlive, mapLimit, rssKiB, sleep } from '../reliability/lib.js';
 
 test('stdout closed after the ready line: the service keeps serving, says so once on stderr, and stops cleanly', async () => {
@@ -70,7 +71,7 @@ async function unreadStdout(args: readonly string[], requests: number): Promise<
     agent.destroy();
     proc.kill('SIGTERM');
     // The stop is bounded by the 10 s grace; 25 s here leaves room for a busy machine.
-    const stopped = await Promise.race([exited.then(() => true), sleep(25_000).then(() => false)]);
+    const stopped = await Promise.race([exited.then(() => true), bound(25_000).then(() => false)]);
     let afterDrain = '';
     if (!stopped) proc.kill('SIGKILL');
     proc.stdout.on('data', (d: Buffer) => { afterDrain += d.toString(); });
