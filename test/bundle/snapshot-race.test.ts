@@ -1,5 +1,5 @@
 // Named snapshots are one point in time while requests keep coming: a save and a restore of a
-// few hundred thousand pets work in chunks that give the event loop back, and creates racing
+// hundred and fifty thousand pets work in chunks that give the event loop back, and creates racing
 // them are answered from the state entirely before or entirely after. On the file store a
 // restore stays durable: a SIGKILL right after its 204, or during it, loses nothing
 // acknowledged that the restore did not itself replace.
@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../helpers.js';
 
 const ADMIN_KEY = 'admin-key-for-snapshot-race-0123';
-/** Pets seeded before the snapshot: enough for a restore to copy in many chunks. */
-const SEEDED = 300_000;
-/** Pets created with an Idempotency-Key before the snapshot: enough for a save to copy in chunks. */
-const KEYED = 6_000;
+/** Pets seeded before the snapshot: enough for a restore to copy in several chunks (65,536 slots a turn). */
+const SEEDED = 150_000;
+/** Pets created with an Idempotency-Key before the snapshot: enough for a save to copy in two chunks (4,096 keys a turn). */
+const KEYED = 4_500;
 const SAVED = SEEDED + KEYED;
 
 function admin(srv: Running, method: string, path: string, body?: unknown): Promise<Res> {
@@ -47,8 +47,8 @@ async function start(dir: string, data: boolean): Promise<Running> {
 
 /** SEEDED plain pets, then KEYED pets made with the keys `k0`.. (names `keyed-i`). */
 async function fill(srv: Running): Promise<void> {
-  for (let start = 0; start < SEEDED; start += 150_000) {
-    const pets = Array.from({ length: 150_000 }, (_, i) => ({ name: `P${start + i + 1}`, categoryId: 1 }));
+  for (let start = 0; start < SEEDED; start += 75_000) {
+    const pets = Array.from({ length: 75_000 }, (_, i) => ({ name: `P${start + i + 1}`, categoryId: 1 }));
     const seeded = await admin(srv, 'POST', '/seed', pets);
     assert.equal(seeded.status, 201, seeded.text.slice(0, 200));
   }
