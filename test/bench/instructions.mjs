@@ -61,7 +61,8 @@ async function sharedArgs() {
 }
 
 async function count(name, scenario) {
-  const script = SCRIPTS[name];
+  // shared@/path/to/petstore.js: another bundle on the shared backends.
+  const script = SCRIPTS[name] ?? (name.startsWith('shared@/') ? name.slice('shared@'.length) : undefined);
   if (script === undefined) throw new Error(`unknown server ${name} (petstore@before needs BENCH_BEFORE)`);
   const out = join(tmpdir(), `petstore-instructions-${process.pid}-${name.replace(/\W/g, '_')}-${scenario}-${Math.random().toString(36).slice(2)}`);
   const peer = name === 'ceiling';
