@@ -339,7 +339,7 @@ function limitAnswered(r: Resume, limit: LimitResult): void {
 }
 const SETTLED = Promise.resolve();
 
-/** The rest of a request that waited for the limiter. Never throws (a microtask's throw would end the process). */
+/** The rest of a request that waited for the limiter. Never throws (an unhandled rejection would end the process). */
 function resume(r: Resume, limit: LimitResult): void {
   const { app, x } = r;
   try {
