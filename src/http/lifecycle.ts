@@ -39,7 +39,6 @@ import { hasPageVersion } from '../store/index.js';
 import { authenticateOn, challenge, isAdminKey, unauthorized } from './auth.js';
 import { PendingBodies } from './body.js';
 import { applyLimit, chargeAddress } from './charge.js';
-import { clientAddress } from './client-address.js';
 import { addPreflightHeaders, allowCors } from './cors.js';
 import { deprecationHeaders } from './deprecation.js';
 import { Exchange, type AppDeps, type Instance, type RequestListener } from './exchange.js';
@@ -53,12 +52,11 @@ import { Router } from './router.js';
 import { breakConnection, sendReply } from './send.js';
 
 /**
- * One step of a request. It returns undefined to go on, DONE once it has answered (or has
- * handed the rest of the request to a call that resumes it at phases[at + 1]), or a promise
- * to go on (or stop) once it settles; it throws (or rejects with) what is to be answered as
- * an Error body.
+ * One step of a request. It returns undefined to go on, DONE once it has answered, or a
+ * promise to go on (or stop) once it settles; it throws (or rejects with) what is to be
+ * answered as an Error body.
  */
-export type Phase = (app: Instance, x: Exchange, phases: readonly Phase[], at: number) => Step;
+export type Phase = (app: Instance, x: Exchange) => Step;
 type Step = undefined | typeof DONE | Promise<unknown>;
 const DONE = 1;
 
@@ -206,7 +204,7 @@ function run(app: Instance, x: Exchange, phases: readonly Phase[], from: number)
   // 401) would stay interpreted.
   try {
     for (let i = from; i < phases.length; i++) {
-      const step = (phases[i] as Phase)(app, x, phases, i);
+      const step = (phases[i] as Phase)(app, x);
       if (step === undefined) continue;
       if (step === DONE) return undefined;
       const next = i + 1;
@@ -290,73 +288,20 @@ function authenticateAdmin(app: Instance, x: Exchange): Step {
   return undefined;
 }
 
-/**
- * Charges a key's budget, or the client address's one; a refusal is the answer. A limiter
- * kept elsewhere (Redis) answers later: through takeOrCall() where it has it, the request
- * then goes on in one microtask (limitAnswered; no promise per request, where a promise cost
- * three promise jobs and four promises), else through the promise take() hands back. The
- * in-memory limiter stays synchronous.
- */
-function charge(app: Instance, x: Exchange, phases: readonly Phase[], at: number): Step {
+/** Charges a key's budget, or the client address's one; a refusal is the answer. */
+function charge(app: Instance, x: Exchange): Step {
   const auth = x.auth;
-  const key = auth?.kind === 'key';
-  const limiter = key ? app.deps.keyLimiter : app.deps.addressLimiter;
-  const id = key ? auth.entry.digest : clientAddress(x.req, x.config);
-  const limits = key ? auth.entry.limits : x.config.anonymous;
   // Charged at the request's one reading of the clock, taken when it arrived.
-  if (limiter.takeOrCall !== undefined) {
-    const now = limiter.takeOrCall(id, limits, x.started, limitAnswered, new Resume(app, x, phases, at + 1));
-    if (now === undefined) return DONE;
-    applyLimit(app, x, now);
-    return undefined;
-  }
-  const limit = limiter.take(id, limits, x.started);
+  const limit = auth?.kind === 'key' ? app.deps.keyLimiter.take(auth.entry.digest, auth.entry.limits, x.started) : chargeAddress(app.deps, x, x.config);
+  // Only a limiter kept elsewhere answers with a promise: the in-memory one stays synchronous.
   if (limit instanceof Promise) return limit.then((l) => applyLimit(app, x, l));
   applyLimit(app, x, limit);
   return undefined;
 }
 
-/** A request waiting for the limiter: where its lifecycle goes on. */
-class Resume {
-  constructor(
-    readonly app: Instance,
-    readonly x: Exchange,
-    readonly phases: readonly Phase[],
-    readonly from: number,
-  ) {}
-}
-
-/**
- * The limiter's answer to a request charge() left waiting. The limiter calls this for each
- * request of a Redis reply in turn, from within its loop over the reply; the rest of the
- * request runs in a microtask of its own, as it did when the answer was a promise (run inline
- * in that loop, node's own work per answer measured slower: process.nextTick, which node's
- * streams call several times per answer, ran unoptimized; see docs/performance.md).
- */
-function limitAnswered(r: Resume, limit: LimitResult): void {
-  // (Not queueMicrotask: node makes an AsyncResource and a bound function for each call.)
-  void SETTLED.then(() => resume(r, limit));
-}
-const SETTLED = Promise.resolve();
-
-/** The rest of a request that waited for the limiter. Never throws (an unhandled rejection would end the process). */
-function resume(r: Resume, limit: LimitResult): void {
-  const { app, x } = r;
-  try {
-    applyLimit(app, x, limit);
-    if (r.from < r.phases.length) run(app, x, r.phases, r.from)?.catch((err: unknown) => fail(app, x, err));
-  } catch (err) {
-    try {
-      fail(app, x, err);
-    } catch {
-      // fail() answers every error it is given; nothing is left to answer with here.
-    }
-  }
-}
-
 /** The admin routes charge only a caller without the admin key (to the address's budget). */
-function chargeRefused(app: Instance, x: Exchange, phases: readonly Phase[], at: number): Step {
-  return x.auth === undefined ? undefined : charge(app, x, phases, at);
+function chargeRefused(app: Instance, x: Exchange): Step {
+  return x.auth === undefined ? undefined : charge(app, x);
 }
 
 /** 401, the same on every path (a 401 does not tell an outsider that admin is enabled). */

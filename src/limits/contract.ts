@@ -4,9 +4,6 @@
 //
 // take() may answer with a value or a promise: the in-memory limiter answers at once, and the
 // request pipeline awaits only when it was handed a promise, so that path stays synchronous.
-// A limiter that answers later may also offer takeOrCall(): the same charge, answered by a
-// plain call instead of a promise (the HTTP layer uses it: no promise and no microtask hop
-// per request; the request goes on inside the call).
 import type { Limits } from '../core/index.js';
 import type { LimiterSnapshot } from './state.js';
 
@@ -40,12 +37,6 @@ export interface Limiter {
    * limiter kept elsewhere may keep its own time and ignore it.
    */
   take(id: string, limits: Limits, now?: number): LimitResult | Promise<LimitResult>;
-  /**
-   * The charge of take(), answered without a promise: returns the result when it is known at
-   * once, else undefined, and then calls `done(waiter, result)` exactly once, later (never
-   * from within this call). `done` must not throw.
-   */
-  takeOrCall?<W>(id: string, limits: Limits, now: number | undefined, done: (waiter: W, result: LimitResult) => void, waiter: W): LimitResult | undefined;
   /**
    * Changes the ban policy and the size bound (a config reload). Throws (RangeError) on
    * values checkConfiguration refuses; bans already running keep their end.

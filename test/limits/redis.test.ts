@@ -91,26 +91,6 @@ describe('Redis limiter', { skip }, () => {
     for (const r of seen) assert.ok(Math.abs(Number(r.reset) - nowS) < 120, `Reset ${r.reset} is from the server's clock`);
   });
 
-  it('takeOrCall(): answered by one call per request, after it returns, in the order taken, sharing the runs of take()', async (t) => {
-    const limiter = await openRedisLimiter(redis.url, { prefix: 'call:', clock: new ManualClock(), ban: BAN, logger: recorder() });
-    t.after(() => limiter.close());
-    const limits = { perMinute: 3, perDay: 1000 };
-    const calls: Array<[string, LimitResult]> = [];
-    const done = (waiter: string, r: LimitResult): void => {
-      calls.push([waiter, r]);
-    };
-    // One turn: two by call, one by promise, two more by call: one script run for the five.
-    const returned = [limiter.takeOrCall('k', limits, undefined, done, 'a'), limiter.takeOrCall('k', limits, undefined, done, 'b')];
-    const promised = limiter.take('k', limits);
-    returned.push(limiter.takeOrCall('k', limits, undefined, done, 'c'), limiter.takeOrCall('k', limits, undefined, done, 'd'));
-    assert.deepEqual(returned, [undefined, undefined, undefined, undefined], 'Redis answers later');
-    assert.equal(calls.length, 0, 'never called from within takeOrCall');
-    const third = await promised;
-    assert.deepEqual(calls.map(([w, r]) => `${w}:${r.outcome}:${r.remaining}`), ['a:ok:2', 'b:ok:1', 'c:rate_limited:0', 'd:rate_limited:0']);
-    assert.equal(third.remaining, '0');
-    assert.equal(third.outcome, 'ok');
-  });
-
   it('Redis stopped: the fallback answers at once, one error line; back: shared again, one info line', async (t) => {
     const log = recorder();
     const limiter = await openRedisLimiter(redis.url, { prefix: 'out:', clock: new ManualClock(), ban: BAN, logger: log, probeEveryMs: 100 });

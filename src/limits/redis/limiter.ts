@@ -45,9 +45,6 @@ export interface RedisLimiterOptions {
   readonly clockOffsetMs?: () => number;
 }
 
-/** take()'s waiter: its promise's resolve. */
-const resolveWith = (resolve: (r: LimitResult) => void, r: LimitResult): void => resolve(r);
-
 /** Requests of one id charged by one script run at most. */
 export const MAX_COALESCED = 256;
 
@@ -57,9 +54,7 @@ class Charge implements ScriptJob {
   readonly id: string;
   readonly limits: Limits;
   readonly strings: PolicyStrings;
-  /** Who waits, and what to call for each: waiters[k] is handed to calls[k]. */
-  readonly calls: Array<(waiter: unknown, r: LimitResult) => void> = [];
-  readonly waiters: unknown[] = [];
+  readonly waiters: Array<(r: LimitResult) => void> = [];
   readonly #owner: ChargeOwner;
 
   constructor(owner: ChargeOwner, key: string, id: string, limits: Limits, strings: PolicyStrings) {
@@ -125,31 +120,11 @@ export class RedisLimiter implements Limiter {
   }
 
   take(id: string, limits: Limits): LimitResult | Promise<LimitResult> {
-    if (!this.#link.up) return this.#fallbackTake(id, limits);
-    const charge = this.#chargeOf(id, limits);
-    return new Promise<LimitResult>((resolve) => {
-      charge.calls.push(resolveWith as (waiter: unknown, r: LimitResult) => void);
-      charge.waiters.push(resolve);
-    });
-  }
-
-  /** take() without a promise: `done(waiter, result)` once Redis (or the fallback) answered. */
-  takeOrCall<W>(id: string, limits: Limits, _now: number | undefined, done: (waiter: W, r: LimitResult) => void, waiter: W): LimitResult | undefined {
-    if (!this.#link.up) return this.#fallbackTake(id, limits);
-    const charge = this.#chargeOf(id, limits);
-    charge.calls.push(done as (waiter: unknown, r: LimitResult) => void);
-    charge.waiters.push(waiter);
-    return undefined;
-  }
-
-  /** Not charged in Redis: this request learns no store generation (link.ts). */
-  #fallbackTake(id: string, limits: Limits): LimitResult {
-    this.#link.forgetGeneration();
-    return this.#fallback.take(id, limits);
-  }
-
-  /** The charge not sent yet that a request of `id` joins, or a new one, queued. */
-  #chargeOf(id: string, limits: Limits): Charge {
+    if (!this.#link.up) {
+      // Not charged in Redis: this request learns no store generation (link.ts).
+      this.#link.forgetGeneration();
+      return this.#fallback.take(id, limits);
+    }
     let charge = this.#pending.get(id);
     if (charge === undefined || charge.waiters.length >= MAX_COALESCED
       || charge.limits.perMinute !== limits.perMinute || charge.limits.perDay !== limits.perDay) {
@@ -157,7 +132,10 @@ export class RedisLimiter implements Limiter {
       this.#pending.set(id, charge);
       this.#link.enqueue(charge);
     }
-    return charge;
+    const waiters = charge.waiters;
+    return new Promise<LimitResult>((resolve) => {
+      waiters.push(resolve);
+    });
   }
 
   configure(ban: BanPolicy, maxEntries?: number): void {
@@ -226,7 +204,7 @@ export class RedisLimiter implements Limiter {
     this.#fallback.put(c.id, c.limits, { minute, day, strikes, banMs });
     let w = 0;
     for (const [count, result] of runs) {
-      for (let k = 0; k < count; k++, w++) c.calls[w]!(c.waiters[w], result);
+      for (let k = 0; k < count; k++) c.waiters[w++]!(result);
     }
   }
 
@@ -236,6 +214,6 @@ export class RedisLimiter implements Limiter {
     if (this.#pending.get(c.id) === c) this.#pending.delete(c.id);
     this.#link.forgetGeneration();
     this.#link.failed(err);
-    for (let w = 0; w < c.waiters.length; w++) c.calls[w]!(c.waiters[w], this.#fallback.take(c.id, c.limits));
+    for (const w of c.waiters) w(this.#fallback.take(c.id, c.limits));
   }
 }
