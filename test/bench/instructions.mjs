@@ -15,6 +15,9 @@
 // BENCH_BEFORE), INSTR_REQUESTS (2000), INSTR_WARMUP (4000 requests), INSTR_CONNECTIONS (1),
 // INSTR_RUNS (2 per server: the spread, from V8's own timing of optimization and GC, is a few
 // percent). Needs valgrind (apt-get install -y valgrind). The servers run two at a time.
+// `shared` (and `shared@before`, with BENCH_BEFORE) run the same bundle on a PostgreSQL store
+// with Redis limits (both started here, once, and left unpinned) instead of --memory:
+//   INSTR_SERVERS=petstore,shared,shared@before INSTR_CONNECTIONS=16 node instructions.mjs
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -35,6 +38,8 @@ const PATHS = { list: '/pets?limit=20', get: '/pets/100' };
 const SCRIPTS = {
   petstore: join(ROOT, 'dist', 'petstore.js'),
   'petstore@before': BEFORE,
+  shared: join(ROOT, 'dist', 'petstore.js'),
+  'shared@before': BEFORE,
   ceiling: join(ROOT, 'test', 'bench', 'peers', 'ceiling.mjs'),
 };
 
@@ -43,13 +48,26 @@ if (!have('valgrind') || !have('callgrind_control')) {
   process.exit(1);
 }
 
+// The shared backends, started once when a `shared` server is asked for.
+let backends;
+async function sharedArgs() {
+  backends ??= (async () => {
+    const { startPostgres } = await import('../../build/test/support/postgres.js');
+    const { startRedis } = await import('../../build/test/support/redis.js');
+    return { pg: await startPostgres(), redis: await startRedis() };
+  })();
+  const { pg, redis } = await backends;
+  return ['--store', pg.url, '--limits', redis.url];
+}
+
 async function count(name, scenario) {
-  const script = SCRIPTS[name];
+  // shared@/path/to/petstore.js: another bundle on the shared backends.
+  const script = SCRIPTS[name] ?? (name.startsWith('shared@/') ? name.slice('shared@'.length) : undefined);
   if (script === undefined) throw new Error(`unknown server ${name} (petstore@before needs BENCH_BEFORE)`);
   const out = join(tmpdir(), `petstore-instructions-${process.pid}-${name.replace(/\W/g, '_')}-${scenario}-${Math.random().toString(36).slice(2)}`);
   const peer = name === 'ceiling';
   const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file',
-    process.execPath, script, '--config', CONFIG, '--memory', '--port', '0', ...(peer ? [] : ['--log-level', 'warn'])];
+    process.execPath, script, '--config', CONFIG, ...(name.startsWith('shared') ? await sharedArgs() : ['--memory']), '--port', '0', ...(peer ? [] : ['--log-level', 'warn'])];
   const proc = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (c) => (stderr = (stderr + c).slice(-4000)));
@@ -69,7 +87,8 @@ async function count(name, scenario) {
     });
   });
   try {
-    if (!peer) {
+    // The shared store is seeded once, by the first server that finds it empty.
+    if (!peer && (!name.startsWith('shared') || (await http(`${base}/pets/200`, { headers: jsonHeaders() })).status !== 200)) {
       for (let i = 1; i <= 200; i++) {
         const r = await http(`${base}/pets`, { method: 'POST', headers: jsonHeaders(), body: JSON.stringify(seedPet(i)) });
         if (r.status !== 201) throw new Error(`${name}: seeding answered ${r.status}`);
@@ -127,3 +146,7 @@ for (const scenario of SCENARIOS) {
   lines.push(`| ${scenario} | ${SERVERS.map((n) => cell(results.get(n))).join(' | ')} |`);
 }
 process.stdout.write(`${lines.join('\n')}\n`);
+if (backends !== undefined) {
+  const { pg, redis } = await backends;
+  await Promise.all([pg.close(), redis.close()]);
+}

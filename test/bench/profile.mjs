@@ -18,6 +18,7 @@
 //
 //   cd test/bench && node profile.mjs                       # list and get, 5 s each after 2 s warm-up
 //   PROFILE_SCENARIOS=list PROFILE_SECONDS=8 PROFILE_SERVERS=petstore node profile.mjs
+//   PROFILE_SERVERS=petstore,shared node profile.mjs          # shared: PostgreSQL store, Redis limits
 //
 // Settings: PROFILE_SCENARIOS (list,get), PROFILE_SERVERS (petstore,ceiling), PROFILE_SECONDS
 // (5: the profile covers this measured load only, through profile-hook.mjs), PROFILE_WARMUP (2),
@@ -71,10 +72,24 @@ async function buildBundle() {
 // ---------------------------------------------------------------------------------------------
 // Running a server under --cpu-prof, and the load.
 
-function start(name, script, file) {
-  const target = name === 'petstore' ? script : join(BENCH_DIR, 'peers', 'ceiling.mjs');
-  const extra = name === 'petstore' ? ['--log-level', 'warn'] : [];
-  const argv = [...pinPrefix(0), process.execPath, '--import', pathToFileURL(join(BENCH_DIR, 'profile-hook.mjs')).href, target, '--config', CONFIG, '--memory', '--port', '0', ...extra];
+// The backends of `shared` (the same bundle on PostgreSQL and Redis), started once, unpinned.
+let backends;
+async function storeArgs(name) {
+  if (name !== 'shared') return ['--memory'];
+  backends ??= (async () => {
+    const { startPostgres } = await import('../../build/test/support/postgres.js');
+    const { startRedis } = await import('../../build/test/support/redis.js');
+    return { pg: await startPostgres(), redis: await startRedis() };
+  })();
+  const { pg, redis } = await backends;
+  return ['--store', pg.url, '--limits', redis.url];
+}
+
+async function start(name, script, file) {
+  const ours = name === 'petstore' || name === 'shared';
+  const target = ours ? script : join(BENCH_DIR, 'peers', 'ceiling.mjs');
+  const extra = ours ? ['--log-level', 'warn'] : [];
+  const argv = [...pinPrefix(0), process.execPath, '--import', pathToFileURL(join(BENCH_DIR, 'profile-hook.mjs')).href, target, '--config', CONFIG, ...(await storeArgs(name)), '--port', '0', ...extra];
   const proc = spawn(argv[0], argv.slice(1), { cwd: BENCH_DIR, stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, PROFILE_OUT: file } });
   let err = '';
   proc.stderr.on('data', (chunk) => {
@@ -132,7 +147,7 @@ async function profileOne(name, scenario, bundle) {
   const kept = join(OUT, `${scenario}-${name}.cpuprofile`);
   rmSync(kept, { force: true });
   const server = await start(name, bundle?.script, kept);
-  if (name === 'petstore') {
+  if (name === 'petstore' || (name === 'shared' && (await http(`${server.url}/pets/200`, { headers: auth() })).status !== 200)) {
     for (let i = 1; i <= 200; i++) {
       const r = await http(`${server.url}/pets`, { method: 'POST', headers: jsonHeaders(), body: JSON.stringify(seedPet(i)) });
       if (r.status !== 201) throw new Error(`seeding: ${r.status}`);
@@ -257,7 +272,7 @@ function table(scenario, results) {
 }
 
 mkdirSync(OUT, { recursive: true });
-const bundle = SERVERS.includes('petstore') ? await buildBundle() : undefined;
+const bundle = SERVERS.includes('petstore') || SERVERS.includes('shared') ? await buildBundle() : undefined;
 const bundleUrl = bundle === undefined ? undefined : pathToFileURL(bundle.script).href;
 const out = [`Profiles: ${SECONDS} s after ${WARMUP} s of warm-up, ${CONNECTIONS} connections, node ${process.version}; server on CPU 0, wrk on CPU 1.`, ''];
 for (const scenario of SCENARIOS) {
@@ -274,3 +289,7 @@ for (const scenario of SCENARIOS) {
 const text = out.join('\n');
 process.stdout.write(`${text}\n`);
 writeFileSync(join(BENCH_DIR, 'results', 'profile.md'), `${text}\n`);
+if (backends !== undefined) {
+  const { pg, redis } = await backends;
+  await Promise.all([pg.close(), redis.close()]);
+}
