@@ -43,6 +43,17 @@ export function pinPrefix(cpu) {
 }
 
 /**
+ * Moves this harness process (every thread of it) to `cpu`: the load generator's CPU, so that
+ * its own work, above all draining the log lines of the `+log` rows from the servers' stdout
+ * pipes, is never done on the server's CPU. A deployment's log reader (journald, a shipper)
+ * likewise runs beside the service, not on the core it is measured on.
+ */
+export function pinSelf(cpu) {
+  if (pinPrefix(cpu).length === 0) return false;
+  return spawnSync('taskset', ['-a', '-p', '-c', String(cpu), String(process.pid)], { stdio: 'ignore' }).status === 0;
+}
+
+/**
  * Starts `name` with the bench config, on a free port, on CPU 0; resolves once it printed its
  * base URL. `data` is a data file path, or undefined for --memory.
  */

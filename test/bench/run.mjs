@@ -27,7 +27,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { seedPet } from './peers/common.mjs';
-import { BEFORE, BENCH_DIR, ROOT, SERVERS, have, http, jsonHeaders, auth, measureStartup, pinPrefix, startServer } from './lib.mjs';
+import { BEFORE, BENCH_DIR, ROOT, SERVERS, have, http, jsonHeaders, auth, measureStartup, pinPrefix, pinSelf, startServer } from './lib.mjs';
 
 const env = process.env;
 // wrk takes whole seconds.
@@ -346,6 +346,7 @@ if (env.BENCH_BUILD !== '0') {
 if (!existsSync(SERVERS.petstore.script)) log(`${SERVERS.petstore.script} is missing: petstore rows will say so`);
 if (!existsSync(join(ROOT, 'build', 'src', 'store', 'index.js'))) log('build/src/store/index.js is missing: the fastify and express peers cannot start');
 if (cpus().length < 2 || !have('taskset')) log('fewer than 2 CPUs or no taskset: server and wrk are not isolated');
+else if (!pinSelf(1)) log('could not move the harness to CPU 1: its log draining may share the server\'s CPU');
 
 mkdirSync(join(BENCH_DIR, 'results'), { recursive: true });
 const tmp = mkdtempSync(join(env.BENCH_TMPDIR ?? tmpdir(), 'petstore-bench-'));
@@ -367,7 +368,7 @@ const header = [
   `# petstore benchmark, ${started.toISOString()}`,
   '',
   `commit ${gitDescribe()}; node ${process.version}; ${cpus()[0]?.model ?? 'cpu?'} x${cpus().length}; ` +
-    `server on CPU 0, wrk -t1 on CPU 1; ${ROUNDS} rounds x ${SECONDS}s (median), ${WARMUP}s warm-up, ${SEED} pets seeded; ` +
+    `server on CPU 0, wrk -t1 and this harness (which drains the servers' logs) on CPU 1; ${ROUNDS} rounds x ${SECONDS}s (median), ${WARMUP}s warm-up, ${SEED} pets seeded; ` +
     "peers' store: petstore's build/src/store/index.js; " +
     `petstore --log-level ${env.BENCH_PETSTORE_LOG ?? 'warn'}; ` +
     `load average ${loadBefore.toFixed(2)} at start, ${loadavg()[0].toFixed(2)} at end (above ~0.5, other processes share the CPUs and the numbers are noisy).`,
