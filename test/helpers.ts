@@ -1,6 +1,7 @@
 // Shared by the black-box tests: start the built bundle exactly as a user would.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -200,4 +201,34 @@ export async function followPages(
     assert.ok(pages <= maxPages, `more than ${maxPages} pages from ${first}`);
   }
   return pages;
+}
+
+export interface Answer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: string;
+}
+
+/**
+ * One request on a connection of its own (no keep-alive pool: fetch would keep one connection,
+ * so one worker), for tests that spread requests over `--workers`.
+ */
+export function once(url: string, opts: { method?: string; key?: string; body?: unknown } = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { connection: 'close' };
+    if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`;
+    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const req = request(url, { method: opts.method ?? 'GET', headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    // A connection handed to a worker that was killed meanwhile may never be answered.
+    req.setTimeout(10_000, () => req.destroy(new Error('no answer within 10 s')));
+    req.end(body);
+  });
 }

@@ -3,8 +3,7 @@
 // and the Redis limiter's script before it is answered, and snapshots say why they cannot be had.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
-import { KEYS, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import { KEYS, startBundle, tempDir, testConfig, writeConfig, type Running, once, type Answer } from '../helpers.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
@@ -12,32 +11,6 @@ import { startRedis, type RedisServer } from '../support/redis.js';
 const skip = skipUnless('harness across --workers', ['postgres', 'redis']);
 const ADMIN = 'admin-harness-workers-key';
 const SLOW = 'slow-harness-workers-key';
-
-interface Answer {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly body: string;
-}
-
-/** One request on a connection of its own, so that requests spread over the workers. */
-function once(url: string, opts: { method?: string; key?: string; body?: unknown } = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { connection: 'close' };
-    if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`;
-    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const req = request(url, { method: opts.method ?? 'GET', headers, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => { text += d; });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.setTimeout(10_000, () => req.destroy(new Error('no answer within 10 s')));
-    req.end(body);
-  });
-}
 
 const workerOf = (requestId: string): string => requestId.split('-')[0] ?? '';
 

@@ -5,33 +5,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import net from 'node:net';
-import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Running, once } from '../helpers.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { ResponseParser, header, portOf, sleep, type RawResponse } from '../reliability/lib.js';
 
 const ADMIN = 'admin-key-for-hostile-tests-0123';
-
-/** One request on a connection of its own (no keep-alive pool), so that requests spread over workers. */
-function once(url: string, opts: { method?: string; key?: string; body?: unknown } = {}): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { connection: 'close' };
-    if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`;
-    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const req = request(url, { method: opts.method ?? 'GET', headers, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => { text += d; });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.setTimeout(10_000, () => req.destroy(new Error('no answer within 10 s')));
-    req.end(body);
-  });
-}
 
 describe('the harness across two workers', { skip: skipUnless('the harness across --workers', ['postgres', 'redis']) }, () => {
   let pg: PostgresServer;

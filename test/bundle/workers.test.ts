@@ -7,11 +7,10 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { startPetstore } from '../../src/server/start.js';
 import { StartError } from '../../src/core/index.js';
-import { KEYS, runBundle, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import { KEYS, runBundle, startBundle, tempDir, testConfig, writeConfig, type Running, once, type Answer } from '../helpers.js';
 import { skipUnless } from '../support/engines.js';
 import { freePort, sleep } from '../support/free-port.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
@@ -32,32 +31,6 @@ const baseConfig = (extra: Record<string, unknown> = {}): Record<string, unknown
   ...extra,
 });
 
-interface Answer {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly body: string;
-}
-
-/** One request on a connection of its own (fetch would keep one connection, so one worker). */
-function once(url: string, opts: { method?: string; key?: string; body?: unknown } = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { connection: 'close' };
-    if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`;
-    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const req = request(url, { method: opts.method ?? 'GET', headers, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => { text += d; });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    // A connection handed to a worker that was killed meanwhile may never be answered.
-    req.setTimeout(10_000, () => req.destroy(new Error('no answer within 10 s')));
-    req.end(body);
-  });
-}
 
 /** The worker an answer came from: the random prefix of its request ids (one per app instance). */
 const workerOf = (a: Answer): string => String(a.headers['x-request-id']).split('-')[0] ?? '';
