@@ -15,13 +15,6 @@ import type { LimitOutcome, LimitResult } from './contract.js';
 /** Every response that was charged carries these (Retry-After too, on a refusal). */
 export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'] as const;
 
-/** Adds a charge's headers to a response's, as an object (through pushLimitHeaders). */
-export function setLimitHeaders(h: Record<string, string>, limit: LimitResult): void {
-  const list: string[] = [];
-  pushLimitHeaders(list, limit);
-  for (let i = 0; i < list.length; i += 2) h[list[i] as string] = list[i + 1] as string;
-}
-
 /**
  * Appends a charge's headers to a flat [name, value, ...] list (what the app writes); the
  * one place where a LimitResult becomes header fields, so the names above and the values

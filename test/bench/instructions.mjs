@@ -23,7 +23,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BEFORE, CONFIG, ROOT, have, http, jsonHeaders, KEY } from './lib.mjs';
+import { BEFORE, CONFIG, ROOT, have, http, jsonHeaders, KEY, sharedBackendArgs, stopSharedBackends } from './lib.mjs';
 import { seedPet } from './peers/common.mjs';
 
 const env = process.env;
@@ -48,18 +48,6 @@ if (!have('valgrind') || !have('callgrind_control')) {
   process.exit(1);
 }
 
-// The shared backends, started once when a `shared` server is asked for.
-let backends;
-async function sharedArgs() {
-  backends ??= (async () => {
-    const { startPostgres } = await import('../../build/test/support/postgres.js');
-    const { startRedis } = await import('../../build/test/support/redis.js');
-    return { pg: await startPostgres(), redis: await startRedis() };
-  })();
-  const { pg, redis } = await backends;
-  return ['--store', pg.url, '--limits', redis.url];
-}
-
 async function count(name, scenario) {
   // shared@/path/to/petstore.js: another bundle on the shared backends.
   const script = SCRIPTS[name] ?? (name.startsWith('shared@/') ? name.slice('shared@'.length) : undefined);
@@ -67,7 +55,7 @@ async function count(name, scenario) {
   const out = join(tmpdir(), `petstore-instructions-${process.pid}-${name.replace(/\W/g, '_')}-${scenario}-${Math.random().toString(36).slice(2)}`);
   const peer = name === 'ceiling';
   const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file',
-    process.execPath, script, '--config', CONFIG, ...(name.startsWith('shared') ? await sharedArgs() : ['--memory']), '--port', '0', ...(peer ? [] : ['--log-level', 'warn'])];
+    process.execPath, script, '--config', CONFIG, ...(name.startsWith('shared') ? await sharedBackendArgs() : ['--memory']), '--port', '0', ...(peer ? [] : ['--log-level', 'warn'])];
   const proc = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (c) => (stderr = (stderr + c).slice(-4000)));
@@ -146,7 +134,4 @@ for (const scenario of SCENARIOS) {
   lines.push(`| ${scenario} | ${SERVERS.map((n) => cell(results.get(n))).join(' | ')} |`);
 }
 process.stdout.write(`${lines.join('\n')}\n`);
-if (backends !== undefined) {
-  const { pg, redis } = await backends;
-  await Promise.all([pg.close(), redis.close()]);
-}
+await stopSharedBackends();

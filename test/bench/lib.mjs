@@ -196,3 +196,25 @@ export async function measureStartup(target, { cpu = 0 } = {}) {
     await new Promise((resolve) => (server.proc.exitCode !== null || server.proc.signalCode !== null ? resolve() : server.proc.once('exit', resolve)));
   }
 }
+
+// PostgreSQL and Redis for the shared-mode rows of profile.mjs and instructions.mjs: started
+// once, on first use, unpinned (test/support's engines, built by `node build.mjs --tests`).
+let sharedBackends;
+
+/** The store and limits arguments of a petstore on the shared backends (starting them the first time). */
+export async function sharedBackendArgs() {
+  sharedBackends ??= (async () => {
+    const { startPostgres } = await import('../../build/test/support/postgres.js');
+    const { startRedis } = await import('../../build/test/support/redis.js');
+    return { pg: await startPostgres(), redis: await startRedis() };
+  })();
+  const { pg, redis } = await sharedBackends;
+  return ['--store', pg.url, '--limits', redis.url];
+}
+
+/** Stops the shared backends, if sharedBackendArgs started them. */
+export async function stopSharedBackends() {
+  if (sharedBackends === undefined) return;
+  const { pg, redis } = await sharedBackends;
+  await Promise.all([pg.close(), redis.close()]);
+}

@@ -31,7 +31,7 @@ import { SourceMap } from 'node:module';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { BENCH_DIR, CONFIG, ROOT, auth, http, jsonHeaders, pinPrefix } from './lib.mjs';
+import { BENCH_DIR, CONFIG, ROOT, auth, http, jsonHeaders, pinPrefix, sharedBackendArgs, stopSharedBackends } from './lib.mjs';
 import { seedPet } from './peers/common.mjs';
 
 const env = process.env;
@@ -72,17 +72,9 @@ async function buildBundle() {
 // ---------------------------------------------------------------------------------------------
 // Running a server under --cpu-prof, and the load.
 
-// The backends of `shared` (the same bundle on PostgreSQL and Redis), started once, unpinned.
-let backends;
-async function storeArgs(name) {
-  if (name !== 'shared') return ['--memory'];
-  backends ??= (async () => {
-    const { startPostgres } = await import('../../build/test/support/postgres.js');
-    const { startRedis } = await import('../../build/test/support/redis.js');
-    return { pg: await startPostgres(), redis: await startRedis() };
-  })();
-  const { pg, redis } = await backends;
-  return ['--store', pg.url, '--limits', redis.url];
+/** The store of `name`: memory, or for `shared` PostgreSQL and Redis (started once, unpinned). */
+function storeArgs(name) {
+  return name === 'shared' ? sharedBackendArgs() : ['--memory'];
 }
 
 async function start(name, script, file) {
@@ -289,7 +281,4 @@ for (const scenario of SCENARIOS) {
 const text = out.join('\n');
 process.stdout.write(`${text}\n`);
 writeFileSync(join(BENCH_DIR, 'results', 'profile.md'), `${text}\n`);
-if (backends !== undefined) {
-  const { pg, redis } = await backends;
-  await Promise.all([pg.close(), redis.close()]);
-}
+await stopSharedBackends();

@@ -6,17 +6,12 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
 import { parseConfig } from '../../src/config/index.js';
 import { call, startBundle, tempDir, writeConfig } from '../helpers.js';
-import { MemoryLimiter, type LimitResult, setLimitHeaders } from '../../src/limits/index.js';
+import { MemoryLimiter, type LimitResult } from '../../src/limits/index.js';
+import { header } from './limit-header.js';
 import { MAX_LIMIT, type Limits } from '../../src/core/index.js';
 import { problems } from '../config/problems.js';
 
 
-/** A header as the app sets it: through the one mapping from a result to header fields. */
-function header(r: LimitResult, name: string): string | undefined {
-  const fields: Record<string, string> = {};
-  setLimitHeaders(fields, r);
-  return fields[name];
-}
 
 describe('config bounds', () => {
   test('ban.seconds 0 is accepted: no bans', () => {

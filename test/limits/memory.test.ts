@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
-import { MemoryLimiter, type BanPolicy, type LimitResult, setLimitHeaders } from '../../src/limits/index.js';
+import { MemoryLimiter, type BanPolicy, type LimitResult } from '../../src/limits/index.js';
+import { header } from './limit-header.js';
 import type { LimiterState } from '../../src/limits/state.js';
 import type { Limits } from '../../src/core/index.js';
 
@@ -20,12 +21,6 @@ function setup(ban: BanPolicy = BAN, maxEntries?: number): { clock: ManualClock;
   return { clock, limiter };
 }
 
-/** A header as the app sets it: through the one mapping from a result to header fields. */
-function header(r: LimitResult, name: string): string | undefined {
-  const fields: Record<string, string> = {};
-  setLimitHeaders(fields, r);
-  return fields[name];
-}
 
 /** Takes n times, asserting every one is admitted. */
 function admit(limiter: MemoryLimiter, id: string, limits: Limits, n: number): LimitResult | undefined {

@@ -7,7 +7,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
 import { call, startBundle, tempDir, writeConfig } from '../helpers.js';
-import { MemoryLimiter, type BanPolicy, type LimitResult, setLimitHeaders } from '../../src/limits/index.js';
+import { MemoryLimiter, type BanPolicy, type LimitResult } from '../../src/limits/index.js';
+import { header } from './limit-header.js';
 import type { Limits } from '../../src/core/index.js';
 
 const START = Date.UTC(2026, 0, 1);
@@ -19,12 +20,6 @@ function setup(ban: BanPolicy = { after: 20, seconds: 300 }): { clock: ManualClo
   return { clock, limiter: new MemoryLimiter({ clock, ban }) };
 }
 
-/** A header as the app sets it: through the one mapping from a result to header fields. */
-function header(r: LimitResult, name: string): string | undefined {
-  const fields: Record<string, string> = {};
-  setLimitHeaders(fields, r);
-  return fields[name];
-}
 
 /** The t parameter of a RateLimit value. */
 function t(r: LimitResult): number {
