@@ -13,7 +13,10 @@ export function jsonLogger(minLevel: LogLevel | 'silent', sink: LogSink): Logger
   const base = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`;
   // logJson's hot caller passes the same message every time: serialized once.
   let lastMsg = '';
-  let lastMsgJson = '""';
+  let lastMsgTail = ',"msg":""}\n';
+  let lastTime = -1;
+  let lastLevel = 0;
+  let lastHead = '';
   return {
     enabled: (level) => LEVELS[level] >= min,
     log(level, msg, fields) {
@@ -34,9 +37,17 @@ export function jsonLogger(minLevel: LogLevel | 'silent', sink: LogSink): Logger
       if (n < min) return;
       if (msg !== lastMsg) {
         lastMsg = msg;
-        lastMsgJson = JSON.stringify(msg);
+        lastMsgTail = `,"msg":${JSON.stringify(msg)}}\n`;
       }
-      sink(`{"level":${n},"time":${Date.now()}${base}${fieldsJson},"msg":${lastMsgJson}}\n`);
+      // Lines written in the same millisecond (dozens under load) share their head: the time
+      // is written as text once a millisecond, not once a line.
+      const time = Date.now();
+      if (time !== lastTime || n !== lastLevel) {
+        lastTime = time;
+        lastLevel = n;
+        lastHead = `{"level":${n},"time":${time}${base}`;
+      }
+      sink(lastHead + fieldsJson + lastMsgTail);
     },
   };
 }

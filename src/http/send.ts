@@ -3,6 +3,9 @@ import { JOURNAL_MAX_BODY_BYTES, type ConnectionFault, type Reply } from '../api
 import { pushLimitHeaders } from '../limits/index.js';
 import { boundUnreadBody, lingerAfterAnswer } from './drain.js';
 import { loggedAddress } from './client-address.js';
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Config } from '../config/index.js';
 import type { Exchange, Instance } from './exchange.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -92,17 +95,15 @@ function logRequest(app: Instance, x: Exchange, status: number, elapsed: number)
   const error = x.error;
   const logger = app.deps.logger;
   const userAgent = req.headers['user-agent'];
-  const remoteAddress = loggedAddress(req, x.config);
-  const remotePort = req.socket.remotePort;
-  const responseTime = Math.round(elapsed * 100) / 100;
   if (logger.logJson === undefined) {
+    const responseTime = Math.round(elapsed * 100) / 100;
     logger.log('info', 'request completed', {
       reqId: x.reqId,
       req: {
         method: req.method,
         url: req.url,
-        remoteAddress,
-        remotePort,
+        remoteAddress: loggedAddress(req, x.config),
+        remotePort: req.socket.remotePort,
         headers: userAgent === undefined ? undefined : { 'user-agent': userAgent },
       },
       res: { statusCode: status },
@@ -112,16 +113,88 @@ function logRequest(app: Instance, x: Exchange, status: number, elapsed: number)
     });
     return;
   }
-  let line = `,"reqId":${jsonString(x.reqId)},"req":{"method":${jsonString(req.method ?? '')},"url":${jsonString(req.url ?? '')}`;
-  if (remoteAddress !== undefined) line += `,"remoteAddress":${jsonString(remoteAddress)}`;
-  if (remotePort !== undefined) line += `,"remotePort":${remotePort}`;
+  // Request ids are ours or match SANE_REQUEST_ID (request.ts): nothing in them to escape.
+  let line = `,"reqId":"${x.reqId}${methodField(req.method ?? '')}${jsonString(req.url ?? '')}${peerFields(req, x.config)}`;
   if (userAgent !== undefined) line += `,"headers":{"user-agent":${jsonString(userAgent)}}`;
-  line += `},"res":{"statusCode":${status}}`;
+  line += statusFields(status);
   // Error codes are ours (plain identifiers); messages may quote the client.
   if (error !== undefined) line += `,"err":{"type":"ApiError","code":"${error.code}","message":${jsonString(error.message)}}`;
-  line += `,"responseTime":${responseTime}`;
-  if (x.keyName !== undefined) line += `,"key":${jsonString(x.keyName)}`;
+  line += `,"responseTime":${hundredths(Math.round(elapsed * 100))}${keyField(x.keyName)}`;
   logger.logJson('info', 'request completed', line);
+}
+
+/** `","req":{"method":"GET","url":` by method: a handful of strings, made once each. */
+const methodFields = new Map<string, string>();
+
+function methodField(method: string): string {
+  let field = methodFields.get(method);
+  if (field === undefined) {
+    field = `","req":{"method":${jsonString(method)},"url":`;
+    if (methodFields.size < 64) methodFields.set(method, field);
+  }
+  return field;
+}
+
+interface LoggedSocket {
+  /** The connection's address and port as log fields, made on its first logged answer. */
+  petstoreLogPeer?: string;
+}
+
+/**
+ * The client's address and port as log fields. The socket's are the same for every request of
+ * a keep-alive connection, so they are written once per connection; an address taken from
+ * X-Forwarded-For (trustProxy) can change from one request to the next and is made each time.
+ */
+function peerFields(req: IncomingMessage, config: Config): string {
+  const socket = req.socket as Socket & LoggedSocket;
+  if (config.trustProxy && req.headers['x-forwarded-for'] !== undefined) return addressFields(loggedAddress(req, config), socket.remotePort);
+  let fields = socket.petstoreLogPeer;
+  if (fields === undefined) {
+    fields = addressFields(socket.remoteAddress, socket.remotePort);
+    // A socket that has closed before its answer knows no address: not kept.
+    if (socket.remoteAddress !== undefined) socket.petstoreLogPeer = fields;
+  }
+  return fields;
+}
+
+function addressFields(address: string | undefined, port: number | undefined): string {
+  let fields = address === undefined ? '' : `,"remoteAddress":${jsonString(address)}`;
+  if (port !== undefined) fields += `,"remotePort":${port}`;
+  return fields;
+}
+
+/** `},"res":{"statusCode":200}` by status, made once each. */
+const statusFieldsByCode: string[] = [];
+
+function statusFields(status: number): string {
+  return (statusFieldsByCode[status] ??= `},"res":{"statusCode":${status}}`);
+}
+
+/** The last key name logged and its field: consecutive answers are mostly for one key. */
+let lastKeyName: string | undefined;
+let lastKeyField = '';
+
+function keyField(name: string | undefined): string {
+  if (name === undefined) return '';
+  if (name !== lastKeyName) {
+    lastKeyName = name;
+    lastKeyField = `,"key":${jsonString(name)}`;
+  }
+  return lastKeyField;
+}
+
+/**
+ * A whole number of hundredths as the number JSON.stringify writes for it divided by 100
+ * (1234 -> "12.34", 150 -> "1.5", 7 -> "0.07", 200 -> "2"), without converting a double: the
+ * small integers involved are in V8's number-string cache.
+ */
+export function hundredths(h: number): string {
+  if (!(h >= 0 && h < 1e15) || h !== Math.floor(h)) return String(h / 100);
+  const whole = Math.floor(h / 100);
+  const frac = h - whole * 100;
+  if (frac === 0) return `${whole}`;
+  if (frac < 10) return `${whole}.0${frac}`;
+  return frac % 10 === 0 ? `${whole}.${frac / 10}` : `${whole}.${frac}`;
 }
 
 const HEX = '0123456789abcdef';

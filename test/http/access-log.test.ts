@@ -2,10 +2,10 @@
 // the strings a client controls escaped (by hand, as JSON.stringify would).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, request } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/http/app.js';
-import { jsonString } from '../../src/http/send.js';
+import { hundredths, jsonString } from '../../src/http/send.js';
 import { systemClock } from '../../src/core/clock.js';
 import { jsonLogger } from '../../src/core/log.js';
 import type { Logger } from '../../src/core/index.js';
@@ -90,4 +90,56 @@ test('the template line holds the same fields as the generic one, errors and odd
   assert.deepEqual(Object.keys(rest), Object.keys(generic), 'in the same order');
   assert.equal((rest.err as { code: string }).code, 'unauthorized');
   assert.equal((rest.req as { headers: Record<string, string> }).headers['user-agent'], 'agent "quoted" \\ \u00e9');
+});
+
+test('responseTime in hundredths is written as JSON.stringify writes the rounded number', () => {
+  for (let h = 0; h < 200_000; h++) assert.equal(hundredths(h), String(h / 100), String(h));
+  for (const h of [999_999_999, 123_456_789_012, 1e15 - 1, 1e15, 1e20, 12.5, -3, NaN, Infinity]) {
+    assert.equal(hundredths(h), String(h / 100), String(h));
+  }
+  for (let i = 0; i < 10_000; i++) {
+    const elapsed = Math.random() * 10 ** (i % 7);
+    assert.equal(hundredths(Math.round(elapsed * 100)), String(Math.round(elapsed * 100) / 100));
+  }
+});
+
+test('the address fields: once per connection, but per request when taken from X-Forwarded-For', async () => {
+  const text: string[] = [];
+  const config = parseConfig(testConfig({ trustProxy: true, keys: [
+    { key: 'k-one-0123456789abcdef', plan: 'free', name: 'one "quoted"' },
+    { key: 'k-two-0123456789abcdef', plan: 'free', name: 'two' },
+  ] }), 'test', process.cwd());
+  const app = createApp({
+    store: openMemoryStore(), clock: systemClock, logger: jsonLogger('info', (l) => text.push(l)),
+    keyLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
+    addressLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
+    config: () => config, publicBase: undefined, routes: ROUTES,
+  });
+  const server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    const { port } = server.address() as AddressInfo;
+    const send = (headers: Record<string, string>): Promise<void> => new Promise((resolve, reject) => {
+      const req = request({ port, host: '127.0.0.1', path: '/v1/pets', agent, headers }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    await send({ 'x-forwarded-for': '203.0.113.7', authorization: 'Bearer k-one-0123456789abcdef' });
+    await send({ 'x-forwarded-for': '198.51.100.9, 10.0.0.1', authorization: 'Bearer k-two-0123456789abcdef' });
+    await send({ authorization: 'Bearer k-one-0123456789abcdef' });
+    await send({ 'x-forwarded-for': 'not an address', authorization: 'Bearer k-one-0123456789abcdef' });
+    for (let i = 0; i < 100 && text.length < 4; i++) await new Promise((r) => setTimeout(r, 10));
+  } finally {
+    agent.destroy();
+    server.close();
+  }
+  const lines = text.map((l) => JSON.parse(l) as { req: { remoteAddress: string; remotePort: number }; key: string });
+  assert.equal(lines.length, 4);
+  assert.deepEqual(lines.map((l) => l.req.remoteAddress), ['203.0.113.7', '10.0.0.1', '127.0.0.1', '127.0.0.1']);
+  assert.deepEqual(lines.map((l) => l.key), ['one "quoted"', 'two', 'one "quoted"', 'one "quoted"']);
+  assert.equal(new Set(lines.map((l) => l.req.remotePort)).size, 1, 'one connection');
 });

@@ -106,7 +106,7 @@ test('PostgreSQL stopped: every operation is refused as unreachable, then works 
     await assert.rejects(op() as Promise<unknown>, StoreUnreachableError);
   }
   const down = logger.lines.filter((l) => l.level === 'error');
-  assert.equal(down.length, 1, 'one error line for the outage, not one per operation');
+  assert.equal(down.length, 1, `one error line for the outage, not one per operation: ${JSON.stringify(down)}`);
   assert.match(String(down[0]?.msg), /PostgreSQL unreachable/);
   await pg.start();
   assert.equal((await store.create(pet)).pet.id, 2, 'nothing of the refused seed was stored');
