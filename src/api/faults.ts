@@ -7,6 +7,7 @@
 // can be repeated. Set, listed and cleared through /__admin/faults; a reset clears them too.
 //
 // This module decides; the HTTP layer executes: take() says what to do to one request.
+import { randomUUID } from 'node:crypto';
 import { ApiError } from '../core/index.js';
 
 /** What a connection fault does instead of a whole answer. */
@@ -49,6 +50,13 @@ export interface Fault extends FaultSpec {
   draws: number;
   /** The next value in [0, 1) of this fault's generator. */
   readonly random: () => number;
+  /**
+   * Names this arming of the fault, the same in every worker (a count fault's claims are
+   * counted by it, so a fault set again starts from nothing).
+   */
+  readonly armId: string;
+  /** Requests it was armed to catch (count faults): its claims across workers stop there. */
+  readonly armedCount: number | undefined;
 }
 
 /** What to do to one request a fault caught. */
@@ -102,6 +110,11 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
+/** A name for one arming of a fault: random, so that no two armings share their claims. */
+function newArmId(): string {
+  return randomUUID();
+}
+
 /** The faults of one service instance, by operation (a new one replaces the one before). */
 export class Faults {
   readonly #byOperation = new Map<string, Fault>();
@@ -114,20 +127,29 @@ export class Faults {
   readonly #waits = new Set<() => void>();
   #stopped = false;
 
-  /** Arms a fault (replacing the one of its operation); returns it as armed, seed chosen. */
-  set(spec: FaultSpec): FaultSpec {
+  /**
+   * Arms a fault (replacing the one of its operation); returns it as armed, seed chosen.
+   * `armId`: the name of this arming, given when another worker armed it (default: new).
+   */
+  set(spec: FaultSpec, armId = newArmId()): FaultSpec {
     const seed = spec.seed ?? Math.floor(Math.random() * (MAX_SEED + 1));
     const armed: FaultSpec = { ...spec, seed };
-    this.#arm(armed, spec.count, 0);
+    this.#arm(armed, spec.count, 0, 0, armId);
     return armed;
   }
 
-  #arm(spec: FaultSpec, remaining: number | undefined, fired: number, draws = 0): void {
+  /** The arm id of the fault of `operation` now armed, if any (sent to the other workers). */
+  armIdOf(operation: string): string | undefined {
+    return this.#byOperation.get(operation)?.armId;
+  }
+
+  #arm(spec: FaultSpec, remaining: number | undefined, fired: number, draws: number, armId: string): void {
     const seed = spec.seed ?? 0;
     const next = seededRandom(seed);
     for (let i = 0; i < draws; i++) next();
+    const counted = spec.probability === undefined ? remaining : undefined;
     const fault: Fault = {
-      ...spec, seed, remaining: spec.probability === undefined ? remaining : undefined, fired, draws,
+      ...spec, seed, remaining: counted, fired, draws, armId, armedCount: counted,
       random: () => {
         fault.draws++;
         return next();
@@ -145,38 +167,72 @@ export class Faults {
   /**
    * What to do to this request of `operation`, or undefined: the operation's own fault if it
    * catches the request, else the "*" fault if that one does. A caught request uses up one of
-   * a count fault.
+   * a count fault. A promise when the catch must first be granted (a count fault shared by
+   * several workers, see claim()).
    */
-  take(operation: string): FaultHit | undefined {
-    return this.#try(this.#byOperation.get(operation)) ?? this.#try(this.#byOperation.get(ANY_OPERATION));
+  take(operation: string): FaultHit | undefined | Promise<FaultHit | undefined> {
+    const own = this.#try(this.#byOperation.get(operation));
+    if (own === undefined) return this.#try(this.#byOperation.get(ANY_OPERATION));
+    if (own instanceof Promise) return own.then((hit) => hit ?? this.#try(this.#byOperation.get(ANY_OPERATION)));
+    return own;
   }
 
-  #try(fault: Fault | undefined): FaultHit | undefined {
+  #try(fault: Fault | undefined): FaultHit | undefined | Promise<FaultHit | undefined> {
     if (fault === undefined) return undefined;
     if (fault.probability !== undefined) {
       if (fault.random() >= fault.probability) return undefined;
-    } else {
-      this.consume(fault.operation);
-      this.used(fault.operation);
+      return this.#hit(fault);
     }
+    const granted = this.claim(fault);
+    if (granted === true) return this.#caught(fault);
+    if (granted === false) return undefined;
+    return granted.then((ok) => {
+      if (ok) return this.#caught(fault);
+      // Used up by the other workers: gone here too (unless set again meanwhile).
+      if (this.#byOperation.get(fault.operation) === fault) this.#drop(fault.operation);
+      return undefined;
+    });
+  }
+
+  /** A count fault caught this request: one used up here, and the other workers told. */
+  #caught(fault: Fault): FaultHit {
+    this.consume(fault.operation, fault.armId);
+    this.used(fault.operation, fault.armId);
+    return this.#hit(fault);
+  }
+
+  #hit(fault: Fault): FaultHit {
     fault.fired++;
     const delay = fault.delay;
     const delayMs = delay === undefined ? 0 : delay.min === delay.max ? delay.min : delay.min + Math.floor(fault.random() * (delay.max - delay.min + 1));
     return { operation: fault.operation, delayMs, status: fault.status, retryAfter: fault.retryAfter, kind: fault.kind };
   }
 
-  /** Uses up one request of the count fault of `operation` (caught here, or by another worker). */
-  consume(operation: string): void {
+  /**
+   * Whether this instance may catch one more request with count fault `fault`: in one
+   * process, yes (take() stops at its count by itself); several workers ask one counter.
+   */
+  protected claim(_fault: Fault): boolean | Promise<boolean> {
+    return true;
+  }
+
+  /**
+   * Uses up one request of the count fault of `operation` (caught here, or by another worker),
+   * if it is still the arming `armId` (default: whichever is armed).
+   */
+  consume(operation: string, armId?: string): void {
     const fault = this.#byOperation.get(operation);
-    if (fault?.remaining === undefined) return;
-    if (--fault.remaining <= 0) {
-      this.#byOperation.delete(operation);
-      this.armed = this.#byOperation.size;
-    }
+    if (fault?.remaining === undefined || (armId !== undefined && fault.armId !== armId)) return;
+    if (--fault.remaining <= 0) this.#drop(operation);
+  }
+
+  #drop(operation: string): void {
+    this.#byOperation.delete(operation);
+    this.armed = this.#byOperation.size;
   }
 
   /** Called when this instance caught a request with a count fault (workers tell the others). */
-  protected used(_operation: string): void {}
+  protected used(_operation: string, _armId: string): void {}
 
   /**
    * The wait of a delay fault: resolves after `ms`, or at once once the service is stopping
@@ -232,7 +288,7 @@ export class Faults {
   /** Puts back faults saved by save(), replacing every armed one. */
   load(saved: readonly SavedFault[]): void {
     this.clear();
-    for (const s of saved) this.#arm(s.spec, s.remaining, s.fired, s.draws);
+    for (const s of saved) this.#arm(s.spec, s.remaining, s.fired, s.draws, newArmId());
   }
 }
 

@@ -49,6 +49,9 @@ interface Gathered {
   waiters: Array<[Worker, number]> | undefined;
 }
 
+/** Count faults whose claims the primary remembers (the least recently claimed go first). */
+const MAX_CLAIM_NAMES = 1_000;
+
 /** Sends, ignoring a channel that closed meanwhile (the exit handler deals with the worker). */
 function deliver(worker: Worker | undefined, message: PrimaryMessage): void {
   if (worker === undefined || !worker.isConnected()) return;
@@ -64,6 +67,8 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
   const bySlot = new Map<number, Slot>(); // cluster worker id -> slot
   const asks = new Map<number, PendingAsk>();
   const gathered = new Map<string, Gathered>();
+  /** Claims granted so far by name (count faults as armed; see claim below). */
+  const claims = new Map<string, number>();
   let nextAsk = 1;
   let phase: 'starting' | 'serving' | 'stopping' = 'starting';
   let listenPort = resolved.port;
@@ -126,6 +131,8 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
       askWorkers(targets, m.what, m.payload, (payloads) => deliver(worker, { petstore: 'answers', id: m.id, payloads }));
     } else if (m.petstore === 'gather') {
       gather(worker, m.id, m.what, m.maxAgeMs);
+    } else if (m.petstore === 'claim') {
+      deliver(worker, { petstore: 'answers', id: m.id, payloads: [claim(m.name, m.max)] });
     } else if (m.petstore === 'answer') {
       const ask = asks.get(m.id);
       if (ask === undefined || !ask.waiting.delete(worker.id)) return;
@@ -134,6 +141,21 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
     } else {
       for (const s of slots) if (s.ready && s.worker !== worker) deliver(s.worker, { petstore: 'told', what: m.what, payload: m.payload });
     }
+  };
+
+  /**
+   * One unit of `name`, if fewer than `max` were granted: a count fault armed in every worker
+   * catches exactly `count` requests however they spread over the workers, since each catch is
+   * granted here, one message at a time. A name is a fault as armed (its operation and a
+   * random arm id), so a fault set again starts from nothing; the names kept are bounded.
+   */
+  const claim = (name: string, max: number): boolean => {
+    const granted = claims.get(name) ?? 0;
+    if (!(typeof name === 'string' && Number.isInteger(max)) || granted >= max) return false;
+    claims.delete(name);
+    claims.set(name, granted + 1);
+    if (claims.size > MAX_CLAIM_NAMES) claims.delete(claims.keys().next().value as string);
+    return true;
   };
 
   /** Asks `targets` what; done with their answers (none when there is nobody to ask). */

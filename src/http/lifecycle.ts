@@ -327,6 +327,12 @@ function faults(app: Instance, x: Exchange): Step {
   if (app.faults.armed === 0) return undefined;
   const fault = app.faults.take(x.operation as string);
   if (fault === undefined) return undefined;
+  // A count fault shared by several workers is first granted by the primary.
+  if (fault instanceof Promise) return fault.then((granted) => (granted === undefined ? undefined : caught(app, x, granted)));
+  return caught(app, x, fault);
+}
+
+function caught(app: Instance, x: Exchange, fault: FaultHit): Step {
   if (fault.delayMs > 0) return app.faults.wait(fault.delayMs).then(() => faultHit(app, x, fault));
   return faultHit(app, x, fault);
 }

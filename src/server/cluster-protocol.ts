@@ -1,7 +1,8 @@
 // The messages between the primary of `--workers N` and its workers (node:cluster IPC). The
 // primary serves no requests and knows nothing of metrics or faults: it starts, stops and
 // restarts workers, and relays a worker's question to every other worker and their answers
-// back (a scrape that sums the whole service, a fault set through one worker armed in all);
+// back (a scrape that sums the whole service, a fault set through one worker armed in all),
+// and counts the claims on count faults, so that one `count` is exact across workers;
 // for a scrape it keeps the last gather a short time, so that a flood of scrapes through
 // every worker costs one round of snapshots per window.
 // Every message carries `petstore`, so that nothing else on the channel is taken for one.
@@ -24,7 +25,13 @@ export type WorkerMessage =
   /** The answer to an `asked`. */
   | { readonly petstore: 'answer'; readonly id: number; readonly payload: unknown }
   /** Tell every other worker, no answer wanted. */
-  | { readonly petstore: 'tell'; readonly what: string; readonly payload: unknown };
+  | { readonly petstore: 'tell'; readonly what: string; readonly payload: unknown }
+  /**
+   * Take one of the `max` units of `name` (a count fault as armed): the primary answers
+   * `answers` (same id) with [true] for the first `max` claims of that name and [false] after,
+   * whichever workers they come from.
+   */
+  | { readonly petstore: 'claim'; readonly id: number; readonly name: string; readonly max: number };
 
 /** Primary -> worker. */
 export type PrimaryMessage =
@@ -42,7 +49,7 @@ export type PrimaryMessage =
 /** How long the primary waits for the other workers' answers; a worker that is busy starting or stopping is left out. */
 export const ASK_TIMEOUT_MS = 2_000;
 
-const WORKER_KINDS = new Set(['ready', 'ask', 'gather', 'answer', 'tell']);
+const WORKER_KINDS = new Set(['ready', 'ask', 'gather', 'answer', 'tell', 'claim']);
 const PRIMARY_KINDS = new Set(['asked', 'answers', 'told', 'release', 'reload', 'stop']);
 
 export function isWorkerMessage(m: unknown): m is WorkerMessage {

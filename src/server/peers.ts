@@ -1,6 +1,7 @@
 // A worker's line to the other workers of `--workers N`, through the primary (node:cluster
 // IPC; see cluster-protocol.ts): ask them all and gather their answers (a scrape of the whole
-// service), or tell them something (a fault armed or used). Alone, or once the primary is
+// service), tell them something (a fault armed or used), or claim one unit of a count that
+// the primary keeps for all of them (a request caught by a count fault). Alone, or once the primary is
 // gone, an ask is answered at once with no answers: a worker never waits on a missing peer.
 import { ASK_TIMEOUT_MS, isPrimaryMessage, type PrimaryMessage, type WorkerMessage } from './cluster-protocol.js';
 
@@ -14,6 +15,12 @@ export interface Peers {
   gather(what: string, maxAgeMs: number): Promise<unknown[]>;
   /** Tells every other worker; no answer. */
   tell(what: string, payload?: unknown): void;
+  /**
+   * Takes one of the `max` units of `name`, counted by the primary for every worker: true for
+   * the first `max` claims of a name, false after. Alone, or the primary gone: true (the
+   * worker's own count decides).
+   */
+  claim(name: string, max: number): Promise<boolean>;
   /** How this worker answers the others' asks of `what`. */
   answer(what: string, fn: (payload: unknown) => unknown): void;
   /** What this worker does when told `what`. */
@@ -70,6 +77,13 @@ export class WorkerPeers implements Peers {
 
   tell(what: string, payload?: unknown): void {
     this.#send({ petstore: 'tell', what, payload });
+  }
+
+  async claim(name: string, max: number): Promise<boolean> {
+    if (this.#channel.send === undefined || this.#channel.connected === false) return true;
+    const answers = await this.#request({ petstore: 'claim', id: this.#nextId, name, max });
+    // No answer: the primary went away meanwhile; the worker's own count decides.
+    return answers.length === 0 ? true : answers[0] === true;
   }
 
   answer(what: string, fn: (payload: unknown) => unknown): void {

@@ -1,15 +1,25 @@
 // Faults (POST /__admin/faults) with `--workers N`: set or cleared through one worker, armed
 // or cleared in all before the answer goes out, with the same seed, so that a probability
-// fault draws the same sequence in every worker; each request a count fault catches, in
-// whichever worker, uses up the one `count` (the others are told, and use one too). Exact for
-// requests one after another (a harness's client retrying with backoff); requests arriving at
-// two workers within the same moment may both be caught as the last one.
-import { Faults, type FaultSpec } from '../api/index.js';
+// fault draws the same sequence in every worker. A count fault catches exactly `count`
+// requests, however they spread over the workers: each catch is first granted by the primary,
+// which counts the claims of every worker on that arming of the fault (Peers.claim); the
+// others are then told, so that their listings count down too. The grant costs a request a
+// fault would catch one message to the primary and back; requests no fault is armed for pay
+// nothing.
+import { Faults, type Fault, type FaultSpec } from '../api/index.js';
 import type { Peers } from './peers.js';
 
 interface Change {
   readonly set?: FaultSpec;
+  /** The arm id of `set`: the same in every worker. */
+  readonly armId?: string;
   readonly clear?: true;
+}
+
+/** What the others are told when a worker caught a request with a count fault. */
+interface Taken {
+  readonly operation: string;
+  readonly armId: string;
 }
 
 export class SharedFaults extends Faults {
@@ -21,19 +31,21 @@ export class SharedFaults extends Faults {
     this.#peers = peers;
     peers.answer('faults', (payload) => {
       const change = payload as Change;
-      if (change.set !== undefined) super.set(change.set);
+      if (change.set !== undefined) super.set(change.set, change.armId);
       else if (change.clear === true) super.clear();
       return true;
     });
-    peers.onTold('fault-taken', (operation) => {
-      if (typeof operation === 'string') this.consume(operation);
+    peers.onTold('fault-taken', (payload) => {
+      const taken = payload as Taken | undefined;
+      if (typeof taken?.operation === 'string' && typeof taken.armId === 'string') this.consume(taken.operation, taken.armId);
     });
   }
 
-  override set(spec: FaultSpec): FaultSpec {
-    // The seed is drawn here, once, and sent: every worker then runs the same sequence.
-    const armed = super.set(spec);
-    this.#shared = this.#peers.ask('faults', { set: armed } satisfies Change);
+  override set(spec: FaultSpec, armId?: string): FaultSpec {
+    // The seed and the arm id are drawn here, once, and sent: every worker then runs the same
+    // sequence, and counts its claims under the same name.
+    const armed = super.set(spec, armId);
+    this.#shared = this.#peers.ask('faults', { set: armed, armId: this.armIdOf(armed.operation) } satisfies Change);
     return armed;
   }
 
@@ -42,8 +54,12 @@ export class SharedFaults extends Faults {
     this.#shared = this.#peers.ask('faults', { clear: true } satisfies Change);
   }
 
-  protected override used(operation: string): void {
-    this.#peers.tell('fault-taken', operation);
+  protected override claim(fault: Fault): Promise<boolean> {
+    return this.#peers.claim(`${fault.operation} ${fault.armId}`, fault.armedCount ?? 0);
+  }
+
+  protected override used(operation: string, armId: string): void {
+    this.#peers.tell('fault-taken', { operation, armId } satisfies Taken);
   }
 
   /** Resolves once every other worker has applied the last set or clear. */

@@ -21,9 +21,16 @@ test('wait resolves after its time; stop() ends every wait under way, and later 
 });
 
 import { ApiError } from '../../src/core/index.js';
-import { parseFault, seededRandom, type FaultSpec } from '../../src/api/faults.js';
+import { parseFault, seededRandom, type Fault, type FaultHit, type FaultSpec } from '../../src/api/faults.js';
 
 const OPS = ['listPets', 'createPet', 'getPet'];
+
+/** take() of a Faults of one process: answered at once, never a promise. */
+function now(faults: Faults, operation: string): FaultHit | undefined {
+  const hit = faults.take(operation);
+  assert.ok(!(hit instanceof Promise), 'one process decides at once');
+  return hit;
+}
 
 function spec(body: Record<string, unknown>): FaultSpec {
   const parsed = parseFault(body, OPS);
@@ -87,11 +94,11 @@ test('a count fault catches the next count requests of its operation, then is go
   const faults = new Faults();
   faults.set(spec({ operation: 'createPet', status: 503, count: 2 }));
   assert.equal(faults.armed, 1);
-  assert.equal(faults.take('listPets'), undefined);
-  assert.equal(faults.take('createPet')?.status, 503);
+  assert.equal(now(faults, 'listPets'), undefined);
+  assert.equal(now(faults, 'createPet')?.status, 503);
   assert.deepEqual(faults.list(), [{ operation: 'createPet', status: 503, retryAfter: 1, remaining: 1, fired: 1 }]);
-  assert.equal(faults.take('createPet')?.status, 503);
-  assert.equal(faults.take('createPet'), undefined);
+  assert.equal(now(faults, 'createPet')?.status, 503);
+  assert.equal(now(faults, 'createPet'), undefined);
   assert.equal(faults.armed, 0);
 });
 
@@ -99,18 +106,18 @@ test('"*" catches every operation; an operation\'s own fault comes first', () =>
   const faults = new Faults();
   faults.set(spec({ operation: '*', status: 429, count: 3 }));
   faults.set(spec({ operation: 'getPet', kind: 'reset', count: 1 }));
-  assert.equal(faults.take('getPet')?.kind, 'reset');
-  assert.equal(faults.take('getPet')?.status, 429);
-  assert.equal(faults.take('listPets')?.status, 429);
-  assert.equal(faults.take('createPet')?.operation, '*');
-  assert.equal(faults.take('createPet'), undefined);
+  assert.equal(now(faults, 'getPet')?.kind, 'reset');
+  assert.equal(now(faults, 'getPet')?.status, 429);
+  assert.equal(now(faults, 'listPets')?.status, 429);
+  assert.equal(now(faults, 'createPet')?.operation, '*');
+  assert.equal(now(faults, 'createPet'), undefined);
 });
 
 test('a probability fault with a seed catches the same requests on every run, at about its rate', () => {
   const run = (): boolean[] => {
     const faults = new Faults();
     faults.set(spec({ operation: 'listPets', status: 503, probability: 0.3, seed: 12345 }));
-    return Array.from({ length: 2000 }, () => faults.take('listPets') !== undefined);
+    return Array.from({ length: 2000 }, () => now(faults, 'listPets') !== undefined);
   };
   const first = run();
   assert.deepEqual(run(), first);
@@ -122,7 +129,7 @@ test('a probability fault without a seed draws one and lists it; probability 1 c
   const faults = new Faults();
   const armed = faults.set(spec({ operation: 'listPets', status: 503, probability: 1 }));
   assert.equal(typeof armed.seed, 'number');
-  for (let i = 0; i < 10; i++) assert.equal(faults.take('listPets')?.status, 503);
+  for (let i = 0; i < 10; i++) assert.equal(now(faults, 'listPets')?.status, 503);
   const [listed] = faults.list();
   assert.equal(listed?.seed, armed.seed);
   assert.equal(listed?.fired, 10);
@@ -134,7 +141,7 @@ test('a delay range gives delays within it, spread over it', () => {
   faults.set(spec({ operation: 'listPets', delayMs: { min: 10, max: 19 }, count: 1000 }));
   const seen = new Set<number>();
   for (let i = 0; i < 1000; i++) {
-    const d = faults.take('listPets')?.delayMs as number;
+    const d = now(faults, 'listPets')?.delayMs as number;
     assert.ok(d >= 10 && d <= 19, String(d));
     seen.add(d);
   }
@@ -145,10 +152,10 @@ test('save and load put faults back with what is left and where their sequence w
   const faults = new Faults();
   faults.set(spec({ operation: 'listPets', status: 503, probability: 0.5, seed: 3 }));
   faults.set(spec({ operation: 'createPet', kind: 'empty', count: 5 }));
-  for (let i = 0; i < 7; i++) faults.take('listPets');
-  faults.take('createPet');
+  for (let i = 0; i < 7; i++) now(faults, 'listPets');
+  now(faults, 'createPet');
   const saved = faults.save();
-  const after = Array.from({ length: 50 }, () => faults.take('listPets') !== undefined);
+  const after = Array.from({ length: 50 }, () => now(faults, 'listPets') !== undefined);
   faults.clear();
   const other = new Faults();
   other.load(saved);
@@ -156,7 +163,7 @@ test('save and load put faults back with what is left and where their sequence w
     { ...faults.list()[0], operation: 'listPets', status: 503, retryAfter: 1, probability: 0.5, seed: 3, fired: saved[0]?.fired },
     { operation: 'createPet', kind: 'empty', remaining: 4, fired: 1 },
   ].map((x) => Object.fromEntries(Object.entries(x).filter(([, v]) => v !== undefined))));
-  assert.deepEqual(Array.from({ length: 50 }, () => other.take('listPets') !== undefined), after);
+  assert.deepEqual(Array.from({ length: 50 }, () => now(other, 'listPets') !== undefined), after);
 });
 
 test('seededRandom is in [0, 1) and repeats for a seed', () => {
@@ -168,4 +175,52 @@ test('seededRandom is in [0, 1) and repeats for a seed', () => {
     assert.ok(x >= 0 && x < 1);
   }
   assert.notEqual(seededRandom(2)(), seededRandom(1)());
+});
+
+
+/** Workers of one service: each claim of a count fault goes to one counter (the primary's). */
+class Worker extends Faults {
+  constructor(readonly granted: Map<string, number>, readonly peers: Worker[]) {
+    super();
+  }
+  protected override claim(fault: Fault): Promise<boolean> {
+    return new Promise((resolve) => setImmediate(() => {
+      const name = `${fault.operation} ${fault.armId}`;
+      const n = this.granted.get(name) ?? 0;
+      if (n >= (fault.armedCount ?? 0)) return resolve(false);
+      this.granted.set(name, n + 1);
+      resolve(true);
+    }));
+  }
+  protected override used(operation: string, armId: string): void {
+    for (const p of this.peers) if (p !== this) p.consume(operation, armId);
+  }
+}
+
+test('with claims granted by one counter, a count fault catches exactly count requests over several instances at once', async () => {
+  const granted = new Map<string, number>();
+  const peers: Worker[] = [];
+  peers.push(new Worker(granted, peers), new Worker(granted, peers));
+  const [a, b] = peers as [Worker, Worker];
+  for (const count of [1, 5, 20]) {
+    const armed = a.set(spec({ operation: 'listPets', status: 503, count }));
+    b.set(armed, a.armIdOf('listPets'));
+    // Sixty requests at once, spread over both: every take is in flight before any is granted.
+    const hits = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? a : b).take('listPets')));
+    assert.equal(hits.filter((h) => h?.status === 503).length, count, `count ${count}`);
+    assert.deepEqual([a.armed, b.armed], [0, 0], 'used up in both');
+  }
+  // A fault set again is a new arming: its claims start from nothing, and a consume told for the
+  // old arming does not count against it.
+  a.set(spec({ operation: 'listPets', status: 429, count: 2 }));
+  const old = a.armIdOf('listPets') as string;
+  a.set(spec({ operation: 'listPets', status: 429, count: 2 }));
+  a.consume('listPets', old);
+  assert.equal(a.list()[0]?.remaining, 2);
+  assert.equal((await a.take('listPets'))?.status, 429);
+  // The "*" fault still catches what a used-up count fault lets through.
+  a.set(spec({ operation: '*', status: 503, count: 1 }));
+  assert.equal((await a.take('listPets'))?.status, 429);
+  assert.equal((await a.take('listPets'))?.status, 503);
+  assert.equal(await a.take('listPets'), undefined);
 });
