@@ -226,6 +226,17 @@ export class Faults {
     if (--fault.remaining <= 0) this.#drop(operation);
   }
 
+  /**
+   * Another worker caught a request with the count fault of `operation` as armed `armId`:
+   * counted here too, in `fired` as in `remaining`, so that every worker lists the same.
+   */
+  caughtElsewhere(operation: string, armId: string): void {
+    const fault = this.#byOperation.get(operation);
+    if (fault?.remaining === undefined || fault.armId !== armId) return;
+    fault.fired++;
+    this.consume(operation, armId);
+  }
+
   #drop(operation: string): void {
     this.#byOperation.delete(operation);
     this.armed = this.#byOperation.size;

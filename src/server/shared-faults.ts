@@ -3,7 +3,7 @@
 // fault draws the same sequence in every worker. A count fault catches exactly `count`
 // requests, however they spread over the workers: each catch is first granted by the primary,
 // which counts the claims of every worker on that arming of the fault (Peers.claim); the
-// others are then told, so that their listings count down too. The grant costs a request a
+// others are then told, so that their listings count it too (fired and remaining). The grant costs a request a
 // fault would catch one message to the primary and back; requests no fault is armed for pay
 // nothing.
 import { Faults, type Fault, type FaultSpec } from '../api/index.js';
@@ -37,7 +37,7 @@ export class SharedFaults extends Faults {
     });
     peers.onTold('fault-taken', (payload) => {
       const taken = payload as Taken | undefined;
-      if (typeof taken?.operation === 'string' && typeof taken.armId === 'string') this.consume(taken.operation, taken.armId);
+      if (typeof taken?.operation === 'string' && typeof taken.armId === 'string') this.caughtElsewhere(taken.operation, taken.armId);
     });
   }
 

@@ -94,6 +94,21 @@ describe('the harness across two workers', { skip: skipUnless('the harness acros
       assert.equal((await admin('DELETE', '/faults')).status, 204);
     }
   });
+
+  // Before, a worker counted the other workers' catches in `remaining` only: after 10 of a count
+  // of 20, each of two workers listed fired 5, remaining 10.
+  test('every worker lists a count fault with the catches of all workers: fired and remaining add up', async () => {
+    try {
+      assert.equal((await admin('POST', '/faults', { operation: 'listPets', status: 503, count: 20 })).status, 200);
+      for (let i = 0; i < 10; i++) assert.equal((await once(`${svc.url}/pets`, { key: KEYS.enterprise })).status, 503);
+      for (let i = 0; i < 4; i++) {
+        const { faults } = JSON.parse((await admin('GET', '/faults')).body) as { faults: Array<{ fired: number; remaining: number }> };
+        assert.deepEqual(faults.map((f) => [f.fired, f.remaining]), [[10, 10]]);
+      }
+    } finally {
+      assert.equal((await admin('DELETE', '/faults')).status, 204);
+    }
+  });
 });
 
 /** Sends one request on a keep-alive connection and keeps it open: resolves with its answer and whether the server then closed. */
