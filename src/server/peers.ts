@@ -99,10 +99,16 @@ export class WorkerPeers implements Peers {
     for (const settle of this.#pending.values()) settle([]);
   }
 
+  /**
+   * Whether the message went: send()'s own false only says the channel has a backlog (node
+   * queues the message and delivers it all the same), so it is not a failure here; taking it
+   * for one answered a claim true without the primary and reused the id of a message sent.
+   */
   #send(message: WorkerMessage): boolean {
     if (this.#channel.send === undefined || this.#channel.connected === false) return false;
     try {
-      return this.#channel.send(message);
+      this.#channel.send(message);
+      return true;
     } catch {
       return false; // the channel closed between the check and the send: as if alone
     }
