@@ -143,13 +143,13 @@ export class Faults {
     return this.#byOperation.get(operation)?.armId;
   }
 
-  #arm(spec: FaultSpec, remaining: number | undefined, fired: number, draws: number, armId: string): void {
+  #arm(spec: FaultSpec, remaining: number | undefined, fired: number, draws: number, armId: string, armedCount = remaining): void {
     const seed = spec.seed ?? 0;
     const next = seededRandom(seed);
     for (let i = 0; i < draws; i++) next();
-    const counted = spec.probability === undefined ? remaining : undefined;
+    const counted = spec.probability === undefined;
     const fault: Fault = {
-      ...spec, seed, remaining: counted, fired, draws, armId, armedCount: counted,
+      ...spec, seed, remaining: counted ? remaining : undefined, fired, draws, armId, armedCount: counted ? armedCount : undefined,
       random: () => {
         fault.draws++;
         return next();
@@ -296,11 +296,36 @@ export class Faults {
     return [...this.#byOperation.values()].map((f) => ({ spec: specOf(f), remaining: f.remaining, fired: f.fired, draws: f.draws }));
   }
 
+  /** The armed faults as a worker that starts takes them over from this one (see adopt()). */
+  armedState(): ArmedFault[] {
+    return [...this.#byOperation.values()].map((f) => ({
+      spec: specOf(f), remaining: f.remaining, fired: f.fired, draws: f.draws, armId: f.armId, armedCount: f.armedCount,
+    }));
+  }
+
+  /**
+   * Arms the faults another worker has armed, as they are there: the same armings, so that the
+   * claims of a count fault go on being counted against its one `count`. An operation that has
+   * a fault here already keeps it.
+   */
+  adopt(state: readonly ArmedFault[]): void {
+    for (const s of state) {
+      if (this.#byOperation.has(s.spec.operation)) continue;
+      this.#arm(s.spec, s.remaining, s.fired, s.draws, s.armId, s.armedCount);
+    }
+  }
+
   /** Puts back faults saved by save(), replacing every armed one. */
   load(saved: readonly SavedFault[]): void {
     this.clear();
     for (const s of saved) this.#arm(s.spec, s.remaining, s.fired, s.draws, newArmId());
   }
+}
+
+/** A fault as armed in one worker, taken over by a worker that starts (see Faults.adopt). */
+export interface ArmedFault extends SavedFault {
+  readonly armId: string;
+  readonly armedCount: number | undefined;
 }
 
 /** A fault in a snapshot. */

@@ -6,7 +6,7 @@
 // others are then told, so that their listings count it too (fired and remaining). The grant costs a request a
 // fault would catch one message to the primary and back; requests no fault is armed for pay
 // nothing.
-import { Faults, type Fault, type FaultSpec } from '../api/index.js';
+import { Faults, type ArmedFault, type Fault, type FaultSpec } from '../api/index.js';
 import type { Peers } from './peers.js';
 
 interface Change {
@@ -25,11 +25,22 @@ interface Taken {
 export class SharedFaults extends Faults {
   readonly #peers: Peers;
   #shared: Promise<unknown> = Promise.resolve();
+  /** Sets and clears so far, here or through another worker. */
+  #changes = 0;
 
   constructor(peers: Peers) {
     super();
     this.#peers = peers;
+    peers.answer('faults-armed', () => this.armedState());
+    // A worker that starts (the primary restarts one that died) takes over the faults the
+    // others have armed, before it serves (see shared()): else it caught nothing, and listed
+    // nothing, until the next set. A set or clear meanwhile is newer: then nothing is taken.
+    this.#shared = peers.ask('faults-armed').then((answers) => {
+      const state = answers.find((a) => Array.isArray(a)) as ArmedFault[] | undefined;
+      if (state !== undefined && this.#changes === 0) this.adopt(state);
+    });
     peers.answer('faults', (payload) => {
+      this.#changes++;
       const change = payload as Change;
       if (change.set !== undefined) super.set(change.set, change.armId);
       else if (change.clear === true) super.clear();
@@ -44,12 +55,14 @@ export class SharedFaults extends Faults {
   override set(spec: FaultSpec, armId?: string): FaultSpec {
     // The seed and the arm id are drawn here, once, and sent: every worker then runs the same
     // sequence, and counts its claims under the same name.
+    this.#changes++;
     const armed = super.set(spec, armId);
     this.#shared = this.#peers.ask('faults', { set: armed, armId: this.armIdOf(armed.operation) } satisfies Change);
     return armed;
   }
 
   override clear(): void {
+    this.#changes++;
     super.clear();
     this.#shared = this.#peers.ask('faults', { clear: true } satisfies Change);
   }
@@ -62,7 +75,7 @@ export class SharedFaults extends Faults {
     this.#peers.tell('fault-taken', { operation, armId } satisfies Taken);
   }
 
-  /** Resolves once every other worker has applied the last set or clear. */
+  /** Resolves once every other worker has applied the last set or clear (at start: once the others' faults are taken over). */
   async shared(): Promise<void> {
     await this.#shared;
   }

@@ -223,6 +223,8 @@ export async function startWithConfig(
     // A worker of --workers N catches up with the config here, its backends open and no
     // request served yet: a SIGHUP that came while it started is applied before it listens.
     if (beforeListen !== undefined) await beforeListen(() => reload(options.config));
+    // ... and takes over the faults the other workers have armed.
+    if (faults instanceof SharedFaults) await faults.shared();
     await listen(server, options.port ?? config.port, options.host ?? config.host);
   } catch (err) {
     server?.close();

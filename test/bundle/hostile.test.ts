@@ -3,9 +3,10 @@
 // against the built bundle.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { request } from 'node:http';
 import net from 'node:net';
-import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Running, once } from '../helpers.js';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Running, once, until, type Answer } from '../helpers.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
@@ -17,7 +18,7 @@ describe('the harness across two workers', { skip: skipUnless('the harness acros
   let pg: PostgresServer;
   let redis: RedisServer;
   let svc: Running;
-  const admin = (method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> =>
+  const admin = (method: string, path: string, body?: unknown): Promise<Answer> =>
     once(`${svc.url.replace(/\/v1$/, '')}/__admin${path}`, { method, key: ADMIN, body });
 
   before(async () => {
@@ -105,6 +106,32 @@ describe('the harness across two workers', { skip: skipUnless('the harness acros
         const { faults } = JSON.parse((await admin('GET', '/faults')).body) as { faults: Array<{ fired: number; remaining: number }> };
         assert.deepEqual(faults.map((f) => [f.fired, f.remaining]), [[10, 10]]);
       }
+    } finally {
+      assert.equal((await admin('DELETE', '/faults')).status, 204);
+    }
+  });
+  // Before, a worker the primary restarted after a crash started with no faults: it caught none
+  // of its requests and listed none, so the listing depended on the worker that answered.
+  // Last in this group: it kills a worker.
+  test('a worker restarted after a SIGKILL takes over the armed faults: the same listing, one count for all', async () => {
+    try {
+      assert.equal((await admin('POST', '/faults', { operation: 'listPets', status: 503, count: 10 })).status, 200);
+      for (let i = 0; i < 3; i++) assert.equal((await once(`${svc.url}/pets`, { key: KEYS.enterprise })).status, 503);
+      const workers = (): number[] => execFileSync('pgrep', ['-P', String(svc.proc.pid)]).toString().trim().split('\n').map(Number);
+      const [victim] = workers();
+      assert.ok(victim !== undefined);
+      process.kill(victim, 'SIGKILL');
+      await until('a worker in its place', () => { const now = workers(); return now.length === 2 && !now.includes(victim); });
+      await until('both workers answer', async () => {
+        const ids = await Promise.all(Array.from({ length: 8 }, async () => String((await admin('GET', '/faults')).headers['x-request-id'])));
+        return new Set(ids.map((id) => id.split('-')[0])).size === 2;
+      });
+      for (let i = 0; i < 6; i++) {
+        const { faults } = JSON.parse((await admin('GET', '/faults')).body) as { faults: Array<{ fired: number; remaining: number }> };
+        assert.deepEqual(faults.map((f) => [f.fired, f.remaining]), [[3, 7]], `listing ${i}`);
+      }
+      const answers = await Promise.all(Array.from({ length: 30 }, () => once(`${svc.url}/pets`, { key: KEYS.enterprise })));
+      assert.equal(answers.filter((a) => a.status === 503).length, 7, 'what was left of the count, over both workers');
     } finally {
       assert.equal((await admin('DELETE', '/faults')).status, 204);
     }

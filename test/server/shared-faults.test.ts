@@ -8,11 +8,11 @@ import { parseFault } from '../../src/api/index.js';
 import { ApiError } from '../../src/core/index.js';
 
 /** Workers joined as the primary joins them: asks and tells reach the others, claims one counter. */
-function workers(n: number): SharedFaults[] {
+function workers(n: number): { all: SharedFaults[]; start(): SharedFaults } {
   const claims = new Map<string, number>();
   const all: Array<{ answers: Map<string, (p: unknown) => unknown>; told: Map<string, (p: unknown) => void> }> = [];
   const out: SharedFaults[] = [];
-  for (let i = 0; i < n; i++) {
+  const start = (): SharedFaults => {
     const me = { answers: new Map<string, (p: unknown) => unknown>(), told: new Map<string, (p: unknown) => void>() };
     all.push(me);
     const others = (): typeof all => all.filter((w) => w !== me);
@@ -28,14 +28,18 @@ function workers(n: number): SharedFaults[] {
       })),
       answer: (what, fn) => { me.answers.set(what, fn); },
       onTold: (what, fn) => { me.told.set(what, fn); },
+      close: () => undefined,
     };
-    out.push(new SharedFaults(peers));
-  }
-  return out;
+    const faults = new SharedFaults(peers);
+    out.push(faults);
+    return faults;
+  };
+  for (let i = 0; i < n; i++) start();
+  return { all: out, start };
 }
 
 test('every worker lists a count fault with the catches of all: fired and remaining add up to count', async () => {
-  const [a, b, c] = workers(3) as [SharedFaults, SharedFaults, SharedFaults];
+  const [a, b, c] = workers(3).all as [SharedFaults, SharedFaults, SharedFaults];
   const spec = parseFault({ operation: 'listPets', status: 503, count: 20 }, ['listPets']);
   assert.ok(!(spec instanceof ApiError));
   a.set(spec);
@@ -44,4 +48,25 @@ test('every worker lists a count fault with the catches of all: fired and remain
   for (const w of [a, b, c]) {
     assert.deepEqual(w.list().map((f) => ({ fired: f.fired, remaining: f.remaining })), [{ fired: 10, remaining: 10 }]);
   }
+});
+
+// Before, a worker the primary restarted after a crash started with no faults: it caught none
+// of the requests it got and listed none, while the others still had theirs.
+test('a worker that starts takes over the faults the others armed, the same armings: one count for all', async () => {
+  const service = workers(2);
+  const [a, b] = service.all as [SharedFaults, SharedFaults];
+  const count = parseFault({ operation: 'listPets', status: 503, count: 6 }, ['listPets']);
+  const any = parseFault({ operation: '*', status: 429, probability: 1, seed: 3 }, ['listPets']);
+  assert.ok(!(count instanceof ApiError) && !(any instanceof ApiError));
+  a.set(count);
+  a.set(any);
+  await a.shared();
+  for (let i = 0; i < 4; i++) assert.equal((await [a, b][i % 2]?.take('listPets'))?.status, 503);
+  const c = service.start();
+  await c.shared();
+  assert.deepEqual(c.list(), a.list(), 'the listing of a worker started now');
+  // Six in all, over the three workers: then the "*" fault.
+  const hits = await Promise.all([c, c, c, a, b].map((w) => w.take('listPets')));
+  assert.deepEqual(hits.map((h) => h?.status).sort(), [429, 429, 429, 503, 503]);
+  for (const w of [a, b, c]) assert.deepEqual(w.list().map((f) => f.operation), ['*']);
 });
