@@ -237,6 +237,11 @@ export class Faults {
     this.consume(operation, armId);
   }
 
+  /** Disarms the fault of `operation`, if any. */
+  disarm(operation: string): void {
+    this.#drop(operation);
+  }
+
   #drop(operation: string): void {
     this.#byOperation.delete(operation);
     this.armed = this.#byOperation.size;

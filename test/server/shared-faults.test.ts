@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SharedFaults } from '../../src/server/shared-faults.js';
 import type { Peers } from '../../src/server/peers.js';
-import { parseFault } from '../../src/api/index.js';
+import { parseFault, type FaultSpec } from '../../src/api/index.js';
 import { ApiError } from '../../src/core/index.js';
 
 /** Workers joined as the primary joins them: asks and tells reach the others, claims one counter. */
@@ -17,7 +17,8 @@ function workers(n: number): { all: SharedFaults[]; start(): SharedFaults } {
     all.push(me);
     const others = (): typeof all => all.filter((w) => w !== me);
     const peers: Peers = {
-      ask: (what, payload) => Promise.resolve(others().map((w) => w.answers.get(what)?.(payload))),
+      // Delivered a turn later, as over IPC: asks sent at the same moment cross.
+      ask: (what, payload) => new Promise((resolve) => setImmediate(() => resolve(others().map((w) => w.answers.get(what)?.(payload))))),
       gather: () => Promise.resolve([]),
       tell: (what, payload) => { for (const w of others()) w.told.get(what)?.(payload); },
       claim: (name, max) => new Promise((resolve) => setImmediate(() => {
@@ -69,4 +70,37 @@ test('a worker that starts takes over the faults the others armed, the same armi
   const hits = await Promise.all([c, c, c, a, b].map((w) => w.take('listPets')));
   assert.deepEqual(hits.map((h) => h?.status).sort(), [429, 429, 429, 503, 503]);
   for (const w of [a, b, c]) assert.deepEqual(w.list().map((f) => f.operation), ['*']);
+});
+
+// Before, sets crossing on their way (two sets of one operation through two workers at the same
+// moment) left each worker with the other's fault: the listings differed, and a count of 5
+// caught 10 (seen black-box with four sets through two workers: 10 of 60 caught).
+test('sets and clears crossing between workers leave every worker with the same faults', async () => {
+  const ops = ['listPets', 'getPet'];
+  const spec = (body: Record<string, unknown>): FaultSpec => {
+    const parsed = parseFault(body, ops);
+    assert.ok(!(parsed instanceof ApiError));
+    return parsed;
+  };
+  const [a, b, c] = workers(3).all as [SharedFaults, SharedFaults, SharedFaults];
+  const same = (): void => {
+    // (Sets that crossed may be listed in another order: the order each worker got them.)
+    const listings = [a, b, c].map((w) => JSON.stringify(w.list().sort((x, y) => x.operation.localeCompare(y.operation))));
+    assert.equal(new Set(listings).size, 1, listings.join('\n'));
+  };
+  for (let k = 0; k < 4; k++) [a, b, c][k % 3]?.set(spec({ operation: 'listPets', status: 503, count: 5, retryAfter: k + 1 }));
+  await Promise.all([a, b, c].map((w) => w.shared()));
+  same();
+  const hits = await Promise.all(Array.from({ length: 30 }, (_, i) => [a, b, c][i % 3]?.take('listPets')));
+  assert.equal(hits.filter((h) => h !== undefined).length, 5, 'one count for all');
+  // A clear crossing a set: the set made after the clear was seen stays; one made before goes.
+  b.set(spec({ operation: 'getPet', status: 429, count: 3 }));
+  a.clear();
+  c.set(spec({ operation: 'listPets', status: 503, count: 2 }));
+  await Promise.all([a, b, c].map((w) => w.shared()));
+  same();
+  a.set(spec({ operation: 'getPet', status: 503, count: 1 }));
+  b.clear();
+  await Promise.all([a, b, c].map((w) => w.shared()));
+  same();
 });
