@@ -49,7 +49,10 @@ interface Gathered {
   waiters: Array<[Worker, number]> | undefined;
 }
 
-/** Count faults whose claims the primary remembers (the least recently claimed go first). */
+/**
+ * Count faults whose claims the primary remembers, of those still catching and of those used
+ * up, each (the least recently claimed go first).
+ */
 const MAX_CLAIM_NAMES = 1_000;
 
 /** Sends, ignoring a channel that closed meanwhile (the exit handler deals with the worker). */
@@ -67,8 +70,10 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
   const bySlot = new Map<number, Slot>(); // cluster worker id -> slot
   const asks = new Map<number, PendingAsk>();
   const gathered = new Map<string, Gathered>();
-  /** Claims granted so far by name (count faults as armed; see claim below). */
+  /** Claims granted so far by name (count faults as armed; see claim below), while fewer than their count. */
   const claims = new Map<string, number>();
+  /** The names whose count was all granted (claims still on their way are refused). */
+  const spent = new Set<string>();
   let nextAsk = 1;
   let phase: 'starting' | 'serving' | 'stopping' = 'starting';
   let listenPort = resolved.port;
@@ -147,14 +152,22 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
    * One unit of `name`, if fewer than `max` were granted: a count fault armed in every worker
    * catches exactly `count` requests however they spread over the workers, since each catch is
    * granted here, one message at a time. A name is a fault as armed (its operation and a
-   * random arm id), so a fault set again starts from nothing; the names kept are bounded.
+   * random arm id), so a fault set again starts from nothing. The names kept are bounded, the
+   * used-up ones apart: a thousand faults armed and used up one after the other (a harness's
+   * loop) must not push out one still armed, whose count would then begin again.
    */
   const claim = (name: string, max: number): boolean => {
+    if (!(typeof name === 'string' && Number.isInteger(max)) || spent.has(name)) return false;
     const granted = claims.get(name) ?? 0;
-    if (!(typeof name === 'string' && Number.isInteger(max)) || granted >= max) return false;
+    if (granted >= max) return false;
     claims.delete(name);
-    claims.set(name, granted + 1);
-    if (claims.size > MAX_CLAIM_NAMES) claims.delete(claims.keys().next().value as string);
+    if (granted + 1 < max) {
+      claims.set(name, granted + 1);
+      if (claims.size > MAX_CLAIM_NAMES) claims.delete(claims.keys().next().value as string);
+    } else {
+      spent.add(name);
+      if (spent.size > MAX_CLAIM_NAMES) spent.delete(spent.values().next().value as string);
+    }
     return true;
   };
 

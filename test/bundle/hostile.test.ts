@@ -130,6 +130,23 @@ describe('the harness across two workers', { skip: skipUnless('the harness acros
     }
   });
 
+  // The primary remembers the catches of the last 1,000 armings claimed: before, a fault armed
+  // long ago and not claimed since was forgotten after 1,000 others, and its count began again.
+  test('a count fault left armed while a thousand others come and go still catches only what is left of it', async () => {
+    try {
+      assert.equal((await admin('POST', '/faults', { operation: '*', status: 429, count: 3 })).status, 200);
+      assert.equal((await once(`${svc.url}/pets/1`, { key: KEYS.enterprise })).status, 429);
+      for (let i = 0; i < 1_010; i++) {
+        assert.equal((await admin('POST', '/faults', { operation: 'listPets', status: 503, count: 1 })).status, 200);
+        assert.equal((await once(`${svc.url}/pets`, { key: KEYS.enterprise })).status, 503);
+      }
+      const answers = await Promise.all(Array.from({ length: 10 }, () => once(`${svc.url}/pets/1`, { key: KEYS.enterprise })));
+      assert.equal(answers.filter((a) => a.status === 429).length, 2, 'what was left of the "*" fault');
+    } finally {
+      assert.equal((await admin('DELETE', '/faults')).status, 204);
+    }
+  });
+
   // Before, a worker the primary restarted after a crash started with no faults: it caught none
   // of its requests and listed none, so the listing depended on the worker that answered.
   // Last in this group: it kills a worker.
