@@ -1,11 +1,12 @@
 // Faults (POST /__admin/faults) with `--workers N`: set or cleared through one worker, armed
 // or cleared in all before the answer goes out, with the same seed, so that a probability
-// fault draws the same sequence in every worker. A count fault catches exactly `count`
-// requests, however they spread over the workers: each catch is first granted by the primary,
-// which counts the claims of every worker on that arming of the fault (Peers.claim); the
-// others are then told, so that their listings count it too (fired and remaining). The grant costs a request a
-// fault would catch one message to the primary and back; requests no fault is armed for pay
-// nothing.
+// fault draws the same sequence in every worker; sets and clears crossing on their way end
+// the same everywhere (see Stamp), and a worker that starts takes over what the others have
+// armed. A count fault catches exactly `count` requests, however they spread over the
+// workers: each catch is first granted by the primary, which counts the claims of every worker
+// on that arming of the fault (Peers.claim); the others are then told, so that their listings
+// count it too (fired and remaining). The grant costs a request a fault would catch one
+// message to the primary and back; requests no fault is armed for pay nothing.
 import { randomUUID } from 'node:crypto';
 import { Faults, type ArmedFault, type Fault, type FaultSpec } from '../api/index.js';
 import type { Peers } from './peers.js';
