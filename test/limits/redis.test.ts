@@ -72,6 +72,18 @@ describe('Redis limiter', { skip }, () => {
     assert.equal(reply.length, 3 + 2 * 6);
   });
 
+  it('a lone script run (sent without a pipeline) after SCRIPT FLUSH: resent with EVAL, answered by Redis', async (t) => {
+    const log = recorder();
+    const limiter = await openRedisLimiter(redis.url, { prefix: 'flush:', clock: new ManualClock(), ban: BAN, logger: log });
+    t.after(() => limiter.close());
+    assert.equal((await limiter.take('k', FREE)).remaining, '59');
+    await admin.script('FLUSH');
+    assert.equal((await limiter.take('k', FREE)).remaining, '58', 'charged in Redis, after the first');
+    assert.equal(limiter.shared, true);
+    assert.deepEqual(log.lines.filter((l) => l.level === 'error'), []);
+    assert.equal(Number(await admin.hget('flush:k', 'd')) < 1000 * 86_400_000 - 86_400_000, true, 'two tokens taken in Redis');
+  });
+
   it('reset() deletes its own keys by prefix (SCAN), glob characters included, and no other', async (t) => {
     const log = recorder();
     const a = await openRedisLimiter(redis.url, { prefix: 'x[1]:', clock: new ManualClock(), ban: BAN, logger: log });
