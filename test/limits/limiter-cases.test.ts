@@ -218,3 +218,43 @@ describe('the Redis limiter gives the memory limiter\'s answers', { skip }, () =
     });
   }
 });
+
+/** run(), with each step's takes made in one turn: the Redis limiter charges them in one script run. */
+async function runTogether(c: Case, limiter: Taker): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  for (const [i, step] of c.steps.entries()) {
+    limiter.at(step.at);
+    const taken = await Promise.all(Array.from({ length: step.n ?? 1 }, () => limiter.take(step.id ?? 'id', step.limits ?? c.limits)));
+    taken.forEach((r, k) => assert.equal(r.outcome, step.expect, `step ${i} (at ${step.at}), take ${k + 1}`));
+    out.push(...taken.map(plain));
+  }
+  return out;
+}
+
+describe('the Redis limiter gives the memory limiter\'s answers to requests charged together', { skip }, () => {
+  let redis: RedisServer;
+  const opened: RedisLimiter[] = [];
+  before(async () => {
+    redis = await startRedis();
+  });
+  after(async () => {
+    for (const l of opened) await l.close();
+    await redis.close();
+  });
+
+  // One script run answers a whole step in runs of answers (equal ones, or one token less
+  // each): every request must still get exactly what it would get alone.
+  for (const [n, c] of CASES.entries()) {
+    it(`redis, each step in one run: ${c.name}`, async () => {
+      const expected = await run(c, memoryTaker(c));
+      let now = START;
+      const limiter = await openRedisLimiter(redis.url, {
+        prefix: `together${n}:`, clock: new ManualClock(START), ban: c.ban, logger: silentLogger, testTime: () => now,
+      });
+      opened.push(limiter);
+      const got = await runTogether(c, { at: (ms) => { now = START + ms; }, take: (id, limits) => limiter.take(id, limits) });
+      assert.deepEqual(got, expected);
+      assert.equal(limiter.shared, true, 'every answer came from Redis');
+    });
+  }
+});

@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { ManualClock } from '../../src/core/clock.js';
 import type { Limits, Logger, LogLevel } from '../../src/core/index.js';
 import { RedisStartError, openRedisLimiter, openRedisLink, RedisLimiter, type LimitResult } from '../../src/limits/index.js';
+import { TAKE_SCRIPT } from '../../src/limits/redis/script.js';
 import { skipUnless } from '../support/engines.js';
 import { sleep } from '../support/free-port.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
@@ -60,6 +61,27 @@ describe('Redis limiter', { skip }, () => {
     now += 1; // a millisecond: the minute bucket refills a little, the day one stays below a token
     for (let i = 0; i < 5; i++) assert.equal((await limiter.take('k', limits)).outcome, 'rate_limited');
     assert.equal(Number(await admin.hget('day:k', 'm')), Number(before) + 10, 'refilled by 1 ms, nothing taken');
+  });
+
+  it('a flood of one id charged in one run comes back in a few runs, not one answer per request', async () => {
+    // 50 requests: 30 admitted (one token less each), then 20 refused with the same wait.
+    const limits = [30, 1000, -1, 0, 50, 0, Date.UTC(2026, 0, 1)];
+    const reply = await admin.eval(TAKE_SCRIPT, 1, 'flood:k', ...limits) as unknown[];
+    // now, strikes, ban; then [count, outcome, minute, day, wait, step] per run.
+    assert.deepEqual(reply.slice(3).filter((_, i) => i % 6 === 0 || i % 6 === 1 || i % 6 === 5), [30, 0, 1, 20, 1, 0]);
+    assert.equal(reply.length, 3 + 2 * 6);
+  });
+
+  it('a lone script run (sent without a pipeline) after SCRIPT FLUSH: resent with EVAL, answered by Redis', async (t) => {
+    const log = recorder();
+    const limiter = await openRedisLimiter(redis.url, { prefix: 'flush:', clock: new ManualClock(), ban: BAN, logger: log });
+    t.after(() => limiter.close());
+    assert.equal((await limiter.take('k', FREE)).remaining, '59');
+    await admin.script('FLUSH');
+    assert.equal((await limiter.take('k', FREE)).remaining, '58', 'charged in Redis, after the first');
+    assert.equal(limiter.shared, true);
+    assert.deepEqual(log.lines.filter((l) => l.level === 'error'), []);
+    assert.equal(Number(await admin.hget('flush:k', 'd')) < 1000 * 86_400_000 - 86_400_000, true, 'two tokens taken in Redis');
   });
 
   it('reset() deletes its own keys by prefix (SCAN), glob characters included, and no other', async (t) => {

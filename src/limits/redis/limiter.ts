@@ -15,8 +15,8 @@
 // script's replies and is handled by the link; a request answered by the fallback makes it
 // unknown (link.forgetGeneration), since no script run read it for that request.
 import type { Clock, Limits } from '../../core/index.js';
-import { checkConfiguration } from '../buckets.js';
-import type { BanPolicy, LimitResult, Limiter } from '../contract.js';
+import { DAY_MS, MINUTE_MS, checkConfiguration } from '../buckets.js';
+import type { BanPolicy, LimitOutcome, LimitResult, Limiter } from '../contract.js';
 import { PolicyCache, limitResult } from '../headers.js';
 import type { PolicyStrings } from '../headers.js';
 import { MemoryLimiter } from '../memory.js';
@@ -181,31 +181,48 @@ export class RedisLimiter implements Limiter {
   #settle(c: Charge, reply: unknown): void {
     const n = c.waiters.length;
     const bad = (): void => this.#fail(c, new Error(`unexpected reply ${JSON.stringify(reply)}`));
-    if (!Array.isArray(reply) || reply.length < 8 || (reply.length - 3) % 5 !== 0) return bad();
+    if (!Array.isArray(reply) || reply.length < 9 || (reply.length - 3) % 6 !== 0) return bad();
     const nowMs = Number(reply[0]);
     const strikes = Number(reply[1]);
     const banMs = Number(reply[2]);
-    // Runs of equal answers: [count, outcome, minute, day, wait], one LimitResult per run.
-    const runs: Array<[number, LimitResult]> = [];
-    let minute = 0;
-    let day = 0;
+    if (!Number.isFinite(nowMs + strikes + banMs)) return bad();
+    // Runs of answers (script.ts): [count, outcome, minute, day, wait, step], checked whole
+    // before any request is answered. A run of equal answers shares one LimitResult; in a
+    // stepping run each request has one token less in each bucket than the one before it,
+    // by the same subtraction the script made.
     let total = 0;
-    for (let i = 3; i < reply.length; i += 5) {
+    for (let i = 3; i < reply.length; i += 6) {
       const count = Number(reply[i]);
-      const outcome = OUTCOMES[Number(reply[i + 1])];
-      minute = Number(reply[i + 2]);
-      day = Number(reply[i + 3]);
-      const waitMs = Number(reply[i + 4]);
-      if (outcome === undefined || !(count >= 1) || !Number.isFinite(minute + day + waitMs + nowMs + strikes + banMs)) return bad();
-      runs.push([count, limitResult(outcome, minute, day, c.limits, c.strings, waitMs, nowMs)]);
+      const step = Number(reply[i + 5]);
+      if (OUTCOMES[Number(reply[i + 1])] === undefined || !(count >= 1) || (step !== 0 && step !== 1)
+        || !Number.isFinite(Number(reply[i + 2]) + Number(reply[i + 3]) + Number(reply[i + 4]))) return bad();
       total += count;
     }
     if (total !== n) return bad();
-    this.#fallback.put(c.id, c.limits, { minute, day, strikes, banMs });
-    let w = 0;
-    for (const [count, result] of runs) {
-      for (let k = 0; k < count; k++) c.waiters[w++]!(result);
+    const results: LimitResult[] = [];
+    let minute = 0;
+    let day = 0;
+    for (let i = 3; i < reply.length; i += 6) {
+      const count = Number(reply[i]);
+      const outcome = OUTCOMES[Number(reply[i + 1])] as LimitOutcome;
+      minute = Number(reply[i + 2]);
+      day = Number(reply[i + 3]);
+      const waitMs = Number(reply[i + 4]);
+      if (Number(reply[i + 5]) === 0) {
+        const result = limitResult(outcome, minute, day, c.limits, c.strings, waitMs, nowMs);
+        for (let k = 0; k < count; k++) results.push(result);
+        continue;
+      }
+      for (let k = 0; k < count; k++) {
+        if (k > 0) {
+          minute -= MINUTE_MS;
+          day -= DAY_MS;
+        }
+        results.push(limitResult(outcome, minute, day, c.limits, c.strings, waitMs, nowMs));
+      }
     }
+    this.#fallback.put(c.id, c.limits, { minute, day, strikes, banMs });
+    for (let w = 0; w < n; w++) c.waiters[w]!(results[w]!);
   }
 
   /** Redis failed: the link logs it (once) and the fallback answers these requests. */

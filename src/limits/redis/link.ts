@@ -43,7 +43,7 @@ export interface RedisPipeline {
 
 /** What the link needs of an ioredis client (the driver is loaded only with a limits URL). */
 export interface RedisClient {
-  evalsha(sha: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
+  evalsha(sha: string, numkeys: number, ...args: (string | number | ((err: unknown) => void))[]): Promise<unknown>;
   eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
   scan(cursor: string, match: 'MATCH', pattern: string, count: 'COUNT', n: number): Promise<[string, string[]]>;
   unlink(...keys: string[]): Promise<number>;
@@ -286,12 +286,27 @@ export class RedisLink {
     };
     this.#pipelines++;
     this.#scripts += jobs.length;
+    batch.timer = setTimeout(() => this.#check(batch), this.#timeoutMs);
+    if (jobs.length === 1) {
+      // One script (the usual batch when one id floods: its requests share one run): sent as
+      // a plain command, without a pipeline object, which costs ioredis about a third more
+      // per write. Its outcome takes the pipeline's shape, so NOSCRIPT and failures go the
+      // same way.
+      const job = jobs[0]!;
+      const sent = generation === undefined
+        ? this.#client.evalsha(SCRIPT_SHA, 1, job.key, ...batch.args[0]!, this.#replied)
+        : this.#client.evalsha(SCRIPT_SHA, 2, job.key, generation.key, ...batch.args[0]!, this.#replied);
+      sent.then(
+        (reply) => this.#settle(batch, [[null, reply]]),
+        (err: unknown) => this.#settle(batch, [[err instanceof Error ? err : new Error(String(err)), undefined]]),
+      );
+      return;
+    }
     const pipeline = this.#client.pipeline();
     for (let i = 0; i < jobs.length; i++) {
       if (generation === undefined) pipeline.evalsha(SCRIPT_SHA, 1, jobs[i]!.key, ...batch.args[i]!, this.#replied);
       else pipeline.evalsha(SCRIPT_SHA, 2, jobs[i]!.key, generation.key, ...batch.args[i]!, this.#replied);
     }
-    batch.timer = setTimeout(() => this.#check(batch), this.#timeoutMs);
     pipeline.exec().then(
       (results) => this.#settle(batch, results),
       (err: unknown) => this.#finish(batch, err),

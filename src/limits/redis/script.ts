@@ -30,10 +30,13 @@ export const PROBE = 'probe';
  * time (the harness's clock offset; 0 in service), and optionally ARGV[7], the time in ms: FOR
  * TESTS ONLY (the shared table of cases drives both limiters with one manual clock). The
  * service never passes it: production always uses TIME.
- * Reply: { now, strikes, ms of ban left, then runs of equal answers: how many requests in a
- * row, outcome code, minute tokens, day tokens, ms until admitted (Retry-After) }. The first
- * three describe the state after the last request: the process keeps it, to limit from it
- * should Redis stop answering.
+ * Reply: { now, strikes, ms of ban left, then runs of answers: how many requests in a row,
+ * outcome code, minute tokens, day tokens, ms until admitted (Retry-After) of the run's first
+ * request, and its step: 0 when every request of the run has the same answer, 1 when each
+ * next one has one token less in each bucket (a flood of admitted requests: each takes
+ * MINUTE_MS and DAY_MS token-ms, computed by the same subtraction in the process, so the
+ * values are the same doubles) }. The first three describe the state after the last request:
+ * the process keeps it, to limit from it should Redis stop answering.
  * KEYS[2], when given: the store generation's key (core/store-generation.ts); its token is the
  * reply's last element, read after this run's charges, so that a process caching the shared
  * store learns in this same round trip whether a reset has happened. A missing token (a Redis
@@ -87,9 +90,13 @@ minute = math.min(mcap, minute + elapsed * pm)
 day = math.min(dcap, day + elapsed * pd)
 
 -- The answers, run-length encoded: a flood of one id mostly repeats one answer (banned, or
--- refused with the same Retry-After), and formatting each would cost Redis more than the rest.
+-- refused with the same Retry-After) or takes one token after the other (admitted), and
+-- formatting (and decoding) each would cost Redis and the process more than the rest. A run
+-- is its first answer, how many, and its step (0: all equal; 1: each next one has exactly
+-- MINUTE_MS and DAY_MS token-ms less, the process repeating the same subtraction).
 local reply = { 0, 0, 0 }
-local runO, runM, runD, runW, runN = -1, 0, 0, 0, 0
+local runO, runM, runD, runW, runN, runS = -1, 0, 0, 0, 0, 0
+local lastM, lastD = 0, 0
 local function closeRun()
   if runN > 0 then
     reply[#reply + 1] = runN
@@ -97,6 +104,7 @@ local function closeRun()
     reply[#reply + 1] = num(runM)
     reply[#reply + 1] = num(runD)
     reply[#reply + 1] = num(runW)
+    reply[#reply + 1] = runS
   end
 end
 for i = 1, n do
@@ -125,12 +133,15 @@ for i = 1, n do
       wait = admitIn
     end
   end
-  if outcome == runO and minute == runM and day == runD and wait == runW then
-    runN = runN + 1
+  if outcome == runO and wait == runW and (runN == 1 or runS == 0) and minute == lastM and day == lastD then
+    runN, runS = runN + 1, 0
+  elseif outcome == runO and wait == runW and (runN == 1 or runS == 1) and minute == lastM - MINUTE_MS and day == lastD - DAY_MS then
+    runN, runS = runN + 1, 1
   else
     closeRun()
-    runO, runM, runD, runW, runN = outcome, minute, day, wait, 1
+    runO, runM, runD, runW, runN, runS = outcome, minute, day, wait, 1, 0
   end
+  lastM, lastD = minute, day
 end
 closeRun()
 
