@@ -11,7 +11,7 @@
 // 1 ms resolution), the peak heap while it ran (sampled every 2 ms) and the heap it keeps
 // after gc, both above the heap before. On a busy machine the wall time of a block includes
 // time the OS gave other processes: the CPU figure is the block the code itself made.
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { PerformanceObserver, constants as perf, monitorEventLoopDelay } from 'node:perf_hooks';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -122,6 +122,30 @@ function cpuMs() {
   return (u.user + u.system) / 1000;
 }
 
+/** The collector's pauses meanwhile (perf_hooks 'gc' entries): count, longest, and each kind's longest and total. */
+const GC_KINDS = { [perf.NODE_PERFORMANCE_GC_MINOR]: 'scavenge', [perf.NODE_PERFORMANCE_GC_MAJOR]: 'mark-compact', [perf.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental', [perf.NODE_PERFORMANCE_GC_WEAKCB]: 'weak' };
+function gcWatcher() {
+  const pauses = [];
+  const obs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) pauses.push({ kind: GC_KINDS[e.detail?.kind ?? e.kind] ?? 'other', ms: e.duration });
+  });
+  obs.observe({ entryTypes: ['gc'] });
+  return {
+    async stop() {
+      await new Promise((r) => setImmediate(r)); // entries are delivered asynchronously
+      obs.disconnect();
+      const by = {};
+      for (const p of pauses) {
+        const k = (by[p.kind] ??= { n: 0, max: 0, total: 0 });
+        k.n++;
+        k.total += p.ms;
+        if (p.ms > k.max) k.max = p.ms;
+      }
+      return Object.entries(by).map(([kind, k]) => `${k.n} ${kind} (longest ${k.max.toFixed(1)} ms, total ${k.total.toFixed(0)} ms)`).join(', ') || 'none';
+    },
+  };
+}
+
 async function measure(label, fn) {
   gc();
   const before = process.memoryUsage().heapUsed;
@@ -129,6 +153,7 @@ async function measure(label, fn) {
   h.enable();
   await new Promise((r) => setTimeout(r, 10));
   const s = sampler();
+  const g = gcWatcher();
   const started = performance.now();
   const result = await fn();
   const took = performance.now() - started;
@@ -136,11 +161,12 @@ async function measure(label, fn) {
   await new Promise((r) => setTimeout(r, 10));
   const { longest, busiest, peak } = s.stop();
   h.disable();
+  const pauses = await g.stop();
   if (result instanceof Error) throw result;
   const end = Math.max(peak, process.memoryUsage().heapUsed) - before;
   gc();
   const kept = process.memoryUsage().heapUsed - before;
-  console.log(`${values.label}${label}: ${took.toFixed(0)} ms; longest block ${longest.wall.toFixed(1)} ms wall (main-thread CPU in it ${longest.cpu.toFixed(1)} ms; most main-thread CPU in one block ${busiest.toFixed(1)} ms; loop-delay histogram: max ${(h.max / 1e6).toFixed(1)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(1)} ms); heap peak +${mib(end)}, kept +${mib(kept)} after gc`);
+  console.log(`${values.label}${label}: ${took.toFixed(0)} ms; longest block ${longest.wall.toFixed(1)} ms wall (main-thread CPU in it ${longest.cpu.toFixed(1)} ms; most main-thread CPU in one block ${busiest.toFixed(1)} ms; loop-delay histogram: max ${(h.max / 1e6).toFixed(1)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(1)} ms); heap peak +${mib(end)}, kept +${mib(kept)} after gc; collector pauses: ${pauses}`);
 }
 
 gc();
