@@ -12,9 +12,15 @@ import type { LimiterPersistence, LimiterPersistenceOptions, LimiterSnapshot, Li
 
 /**
  * Entries copied (or built) between two turns of the event loop by a snapshot's export and
- * import: well under a millisecond of work each (docs/harness.md, snapshots).
+ * import, at most: well under a millisecond of work each once the code is compiled
+ * (docs/harness.md, snapshots). A step also ends once it has run STEP_MS: the first steps
+ * run before V8 has compiled the loop, several times slower.
  */
 export const SNAPSHOT_CHUNK = 4096;
+/** How long one step of an export or import runs at most before it gives the event loop a turn (ms). */
+export const STEP_MS = 1;
+/** Entries between two looks at the time within a step. */
+const RUN = 256;
 
 /**
  * Where one id's state lives: a slot of the table's typed arrays, NUMBERS numbers in `num`
@@ -164,6 +170,21 @@ function prepend(run: Copies, list: Copies | undefined): Copies {
 /** Gives the event loop one turn (timers, I/O) before going on. */
 function yieldToLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Calls `work(from, to)` over [start, end) in runs of RUN items until `end`, or until the
+ * step has run STEP_MS; returns where it stopped.
+ */
+function step(start: number, end: number, work: (from: number, to: number) => void): number {
+  const until = performance.now() + STEP_MS;
+  let i = start;
+  do {
+    const to = Math.min(end, i + RUN);
+    work(i, to);
+    i = to;
+  } while (i < end && performance.now() < until);
+  return i;
 }
 
 /** The SNAPSHOT_FIELDS numbers of the slot at `o` (slot * NUMBERS) of `num` at `mono`, written into `n` from `at`. */
@@ -486,6 +507,7 @@ export class MemoryLimiter implements Limiter {
     this.#export = x;
     try {
       let n = 0;
+      let until = performance.now() + STEP_MS;
       for (;;) {
         const slot = x.cursor;
         // The list's old part ends where the entries added or moved since begin.
@@ -500,7 +522,11 @@ export class MemoryLimiter implements Limiter {
         if (t.link[l + L_COPIED] !== x.id) writeLive(x, slot);
         t.link[l + L_PASSED] = x.id;
         x.cursor = t.link[l + L_NEXT] as number;
-        if (++n % SNAPSHOT_CHUNK === 0) await yieldToLoop();
+        if (++n % RUN === 0 && (n === SNAPSHOT_CHUNK || performance.now() >= until)) {
+          await yieldToLoop();
+          n = 0;
+          until = performance.now() + STEP_MS;
+        }
       }
       writeCopies(x, x.tail);
       if (x.written !== count) throw new Error(`limiter snapshot: ${x.written} entries written, ${count} expected`);
@@ -526,11 +552,9 @@ export class MemoryLimiter implements Limiter {
     // A bound made smaller since the save keeps the most recently used ids, as an eviction would.
     const first = Math.max(0, ids.length - (Number.isFinite(this.#maxEntries) ? this.#maxEntries : ids.length));
     const t = new Table(Math.max(INITIAL_SLOTS, ids.length - first + 1));
-    const { num, link } = t;
-    for (let start = first; start < ids.length; start += SNAPSHOT_CHUNK) {
-      if (start > first) await yieldToLoop();
-      const end = Math.min(ids.length, start + SNAPSHOT_CHUNK);
-      for (let i = start; i < end; i++) {
+    const fill = (from: number, to: number): void => {
+      const num = t.num; // sized for them all: it does not grow meanwhile
+      for (let i = from; i < to; i++) {
         const id = ids[i] as string;
         const dup = t.index.get(id);
         if (dup !== undefined) {
@@ -550,13 +574,12 @@ export class MemoryLimiter implements Limiter {
         const banLeft = n[at + F.banLeftMs] as number;
         num[o + N_BANNED_UNTIL] = banLeft > 0 ? mono + banLeft : 0;
         num[o + N_BORN] = 0;
-        const l = slot * LINKS;
-        link[l + L_PREV] = t.youngest;
-        link[l + L_NEXT] = NONE;
-        if (t.youngest === NONE) t.oldest = slot;
-        else link[t.youngest * LINKS + L_NEXT] = slot;
-        t.youngest = slot;
+        appendSlot(t, slot);
       }
+    };
+    for (let i = first; i < ids.length; ) {
+      if (i > first) await yieldToLoop();
+      i = step(i, Math.min(ids.length, i + SNAPSHOT_CHUNK), fill);
     }
     return () => {
       this.#shift = this.#clock.monotonic() - mono;

@@ -1,15 +1,17 @@
 // How long a named snapshot of many pets holds the event loop, and what it costs in heap.
 // Run after `node build.mjs --tests`:
 //   node --expose-gc test/bench/snapshot-block.mjs [--pets 1000000] [--keys 1000]
-//     [--addresses 100000] [--idempotency 100000] [--store memory|file] [--build DIR]
+//     [--addresses 100000] [--idempotency 100000] [--store memory|file] [--build DIR] [--blocks MS]
 // `--build` takes another checkout's build/src (e.g. a worktree of an older commit), so that
-// before and after run the same bench in one session.
+// before and after run the same bench in one session. `--blocks` prints every block longer
+// than MS, with its start on the process's clock (that of --trace-gc).
 //
 // Prints, for a save and for a restore: the time taken, the longest event-loop block seen by
 // two samplers (a setImmediate chain timing the gaps between its turns, which is exact to the
 // chunk, with the main thread's CPU time in the gap; and perf_hooks.monitorEventLoopDelay,
 // 1 ms resolution), the peak heap while it ran (sampled every 2 ms) and the heap it keeps
-// after gc, both above the heap before. On a busy machine the wall time of a block includes
+// after gc, both above the heap before (array buffers, where typed arrays keep their numbers,
+// counted in). On a busy machine the wall time of a block includes
 // time the OS gave other processes: the CPU figure is the block the code itself made.
 import { PerformanceObserver, constants as perf, monitorEventLoopDelay } from 'node:perf_hooks';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,6 +29,7 @@ const { values } = parseArgs({
     store: { type: 'string', default: 'memory' },
     build: { type: 'string' },
     label: { type: 'string', default: '' },
+    blocks: { type: 'string' },
   },
 });
 const count = Number(values.pets);
@@ -38,6 +41,11 @@ const { MemoryLimiter } = await import(`${root}limits/index.js`);
 const { ManualClock, silentLogger } = await import(`${root}core/index.js`);
 
 const gc = globalThis.gc ?? (() => undefined);
+/** The V8 heap plus array buffers (typed arrays' backing stores live outside the heap). */
+const heapBytes = () => {
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+};
 const mib = (n) => `${(n / 1048576).toFixed(1)} MiB`;
 const clock = new ManualClock();
 let dir;
@@ -84,6 +92,7 @@ function sampler() {
     const t = performance.now();
     const c = cpuMs();
     if (t - last > longest.wall) longest = { wall: t - last, cpu: c - lastCpu };
+    if (values.blocks !== undefined && t - last > Number(values.blocks)) console.log(`  block at ${last.toFixed(1)} ms (process time): ${(t - last).toFixed(1)} ms wall, main-thread CPU ${(c - lastCpu).toFixed(1)} ms`);
     if (c - lastCpu > busiest) busiest = c - lastCpu;
     last = t;
     lastCpu = c;
@@ -91,7 +100,7 @@ function sampler() {
   };
   setImmediate(turn);
   const heap = setInterval(() => {
-    const used = process.memoryUsage().heapUsed;
+    const used = heapBytes();
     if (used > peak) peak = used;
   }, 2);
   return {
@@ -148,7 +157,7 @@ function gcWatcher() {
 
 async function measure(label, fn) {
   gc();
-  const before = process.memoryUsage().heapUsed;
+  const before = heapBytes();
   const h = monitorEventLoopDelay({ resolution: 1 });
   h.enable();
   await new Promise((r) => setTimeout(r, 10));
@@ -163,14 +172,14 @@ async function measure(label, fn) {
   h.disable();
   const pauses = await g.stop();
   if (result instanceof Error) throw result;
-  const end = Math.max(peak, process.memoryUsage().heapUsed) - before;
+  const end = Math.max(peak, heapBytes()) - before;
   gc();
-  const kept = process.memoryUsage().heapUsed - before;
+  const kept = heapBytes() - before;
   console.log(`${values.label}${label}: ${took.toFixed(0)} ms; longest block ${longest.wall.toFixed(1)} ms wall (main-thread CPU in it ${longest.cpu.toFixed(1)} ms; most main-thread CPU in one block ${busiest.toFixed(1)} ms; loop-delay histogram: max ${(h.max / 1e6).toFixed(1)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(1)} ms); heap peak +${mib(end)}, kept +${mib(kept)} after gc; collector pauses: ${pauses}`);
 }
 
 gc();
-const heap = process.memoryUsage().heapUsed;
+const heap = heapBytes();
 console.log(`${values.label}${values.store} store: ${count} pets (${idemCount} with an idempotency key), heap ${mib(heap)}; limiters: ${limiters[0].size} keys, ${limiters[1].size} addresses`);
 await measure('save', () => snapshots.save('one'));
 console.log(`${values.label}snapshot estimate: ${mib(snapshots.bytes)}`);
