@@ -1,6 +1,6 @@
 // The in-memory limiter: per id, two token buckets (minute and day) plus a temporary ban for
-// clients that keep sending after a 429 (docs/rate-limits.md), in a Map bounded by
-// least-recent use. Its state can be saved and restored (persist(): state.ts), so that day
+// clients that keep sending after a 429 (docs/rate-limits.md), in slots of typed arrays
+// indexed by a Map, bounded by least-recent use. Its state can be saved and restored (persist(): state.ts), so that day
 // buckets and bans of keys survive a restart.
 import type { Clock, Limits } from '../core/index.js';
 import { DAY_MS, MINUTE_MS, checkConfiguration, checkLimits, msUntilToken } from './buckets.js';
