@@ -18,9 +18,9 @@ import type { LimiterPersistence, LimiterPersistenceOptions, LimiterSnapshot, Li
  */
 export const SNAPSHOT_CHUNK = 4096;
 /** How long one step of an export or import runs at most before it gives the event loop a turn (ms). */
-export const STEP_MS = 1;
+export const STEP_MS = 0.5;
 /** Entries between two looks at the time within a step. */
-const RUN = 256;
+const RUN = 128;
 
 /**
  * Where one id's state lives: a slot of the table's typed arrays, NUMBERS numbers in `num`

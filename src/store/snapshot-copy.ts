@@ -1,5 +1,5 @@
 // The copying behind named snapshots (admin API): a store's state taken by reference at one
-// moment (PetIndex.state(), KeyTable.walk()), its keys copied in steps of about a millisecond
+// moment (PetIndex.state(), KeyTable.walk()), its keys copied in steps of about half a millisecond
 // that give the event loop back in between, so that a snapshot of a million pets never holds
 // requests up for long.
 import type { Pet, PetStatus } from '../core/index.js';
@@ -15,9 +15,9 @@ import type { IndexState } from './pet-index.js';
  */
 export const COPY_CHUNK = 4096;
 /** How long one step of a copy runs at most before it gives the event loop a turn (ms). */
-export const STEP_MS = 1;
+export const STEP_MS = 0.5;
 /** Items between two looks at the time within a step. */
-const RUN = 256;
+const RUN = 128;
 
 /** Gives the event loop one turn (timers, I/O) before going on. */
 export function yieldToLoop(): Promise<void> {
@@ -133,7 +133,7 @@ export interface PreparedRestore {
 /**
  * Fresh arrays of a snapshot for the index to own (it appends to them), and its keys as a
  * new table, each key as old at `now` as it was when saved: all copied in steps with a turn
- * of the event loop between them (each array in one step, the keys in steps of about 1 ms).
+ * of the event loop between them (each array in one step, the keys in steps of at most about half a millisecond).
  */
 export async function prepareRestore(s: LocalSnapshot, now: number): Promise<PreparedRestore> {
   const { state } = s;
