@@ -1,7 +1,7 @@
 // The copying behind named snapshots (admin API): a store's state taken by reference at one
-// moment (PetIndex.state(), KeyTable.walk()), its keys copied in steps of about half a millisecond
-// that give the event loop back in between, so that a snapshot of a million pets never holds
-// requests up for long.
+// moment (PetIndex.state(), KeyTable.walk()), its keys copied in steps of about half a
+// millisecond that give the event loop back in between, so that a snapshot of a million pets
+// never holds requests up for long.
 import type { Pet, PetStatus } from '../core/index.js';
 import type { StoreSnapshot } from './contract.js';
 import { KeyRows, type KeyTable } from './idempotency.js';
