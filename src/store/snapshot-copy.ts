@@ -133,7 +133,8 @@ export interface PreparedRestore {
 /**
  * Fresh arrays of a snapshot for the index to own (it appends to them), and its keys as a
  * new table, each key as old at `now` as it was when saved: all copied in steps with a turn
- * of the event loop between them (each array in one step, the keys in steps of at most about half a millisecond).
+ * of the event loop between them (each array in one step, the keys in steps of at most
+ * about half a millisecond).
  */
 export async function prepareRestore(s: LocalSnapshot, now: number): Promise<PreparedRestore> {
   const { state } = s;
