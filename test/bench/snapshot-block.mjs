@@ -95,9 +95,9 @@ function sampler() {
     const c = cpuMs();
     const pc = processCpuMs();
     if (pc - lastProc > busiestProc) busiestProc = pc - lastProc;
-    lastProc = pc;
     if (t - last > longest.wall) longest = { wall: t - last, cpu: c - lastCpu };
-    if (values.blocks !== undefined && t - last > Number(values.blocks)) console.log(`  block at ${last.toFixed(1)} ms (process time): ${(t - last).toFixed(1)} ms wall, main-thread CPU ${(c - lastCpu).toFixed(1)} ms`);
+    if (values.blocks !== undefined && t - last > Number(values.blocks)) console.log(`  block at ${last.toFixed(1)} ms (process time): ${(t - last).toFixed(1)} ms wall, main-thread CPU ${(c - lastCpu).toFixed(1)} ms, process CPU ${(pc - lastProc).toFixed(1)} ms`);
+    lastProc = pc;
     if (c - lastCpu > busiest) busiest = c - lastCpu;
     last = t;
     lastCpu = c;
