@@ -3,9 +3,10 @@
 // faults and the clock offset, saved in memory and put back exactly. At most MAX_SNAPSHOTS;
 // they do not outlive the process. Operations run one at a time, in the order asked.
 //
-// Neither a save nor a restore holds the event loop for more than a fraction of a millisecond
-// at a time with a million pets and a full address table (docs/harness.md, snapshots), and
-// both are one point in time for every request:
+// Neither a save nor a restore holds the event loop for more than about a millisecond of its
+// own work at a time with a million pets and a full address table, and neither leaves an
+// object per limiter entry or idempotency key for the young generation's collector to copy
+// (docs/harness.md, snapshots); both are one point in time for every request:
 // - A save takes every part at one moment, in one synchronous step: the store's pets by
 //   reference (they never change, their arrays only grow), the limiters' order of ids, the
 //   idempotency keys' iterator. It then copies in chunks that yield to the event loop; what

@@ -1,10 +1,9 @@
 // The in-memory limiter: per id, two token buckets (minute and day) plus a temporary ban for
-// clients that keep sending after a 429 (docs/rate-limits.md), in a Map bounded by
-// least-recent use. Its state can be saved and restored (persist(): state.ts), so that day
+// clients that keep sending after a 429 (docs/rate-limits.md), in slots of typed arrays
+// indexed by a Map, bounded by least-recent use. Its state can be saved and restored (persist(): state.ts), so that day
 // buckets and bans of keys survive a restart.
 import type { Clock, Limits } from '../core/index.js';
-import { DAY_MS, MINUTE_MS, checkConfiguration, checkLimits, msUntilAdmitted, refill } from './buckets.js';
-import type { Buckets } from './buckets.js';
+import { DAY_MS, MINUTE_MS, checkConfiguration, checkLimits, msUntilToken } from './buckets.js';
 import type { BanPolicy, LimitOutcome, LimitResult, Limiter } from './contract.js';
 import { PolicyCache, limitResult } from './headers.js';
 import type { PolicyStrings } from './headers.js';
@@ -13,22 +12,137 @@ import type { LimiterPersistence, LimiterPersistenceOptions, LimiterSnapshot, Li
 
 /**
  * Entries copied (or built) between two turns of the event loop by a snapshot's export and
- * import: well under a millisecond of work each (docs/harness.md, snapshots).
+ * import, at most: well under a millisecond of work each once the code is compiled
+ * (docs/harness.md, snapshots). A step also ends once it has run STEP_MS: the first steps
+ * run before V8 has compiled the loop, several times slower.
  */
 export const SNAPSHOT_CHUNK = 4096;
+/** How long one step of an export or import runs at most before it gives the event loop a turn (ms). */
+export const STEP_MS = 0.5;
+/** Entries between two looks at the time within a step. */
+const RUN = 128;
+
+/**
+ * Where one id's state lives: a slot of the table's typed arrays, NUMBERS numbers in `num`
+ * and LINKS integers in `link` from slot * NUMBERS and slot * LINKS. An object per id (as
+ * this once was) made a restore of a hundred thousand ids a hundred thousand small objects
+ * that all survive, and each young-generation collection then copied a semi-space full of
+ * them: pauses of 20 ms and more. Typed arrays that large live outside the young generation
+ * and are never copied by it; the ids are the strings the caller gave (shared, not copied).
+ */
+const N_MINUTE = 0;
+const N_DAY = 1;
+/** monotonic() at the last refill. */
+const N_AT = 2;
+/** Limits of the last refill (the rate a snapshot is saved with). */
+const N_PER_MINUTE = 3;
+const N_PER_DAY = 4;
+/** Consecutive refusals; reset on admission and when a ban starts. */
+const N_STRIKES = 5;
+/** monotonic() at which the ban ends; 0 or past when not banned. */
+const N_BANNED_UNTIL = 6;
+/** When it was added (MemoryLimiter's #added): an export takes the slots added before it. */
+const N_BORN = 7;
+const NUMBERS = 8;
+/** Neighbours in the LRU list (prev is older), NONE at its ends; a free slot's next is the next free one. */
+const L_PREV = 0;
+const L_NEXT = 1;
+/**
+ * Bookkeeping of the export under way (exportSnapshot), by its number: `passed`, the export
+ * has written this slot; `copied`, its state as of the export was copied before a change
+ * (and sits in its `before` copies, last); `moved`, it left its place in the list since the
+ * export began (touched or removed).
+ */
+const L_PASSED = 2;
+const L_COPIED = 3;
+const L_MOVED = 4;
+const LINKS = 5;
+const NONE = -1;
+/** Slots a new table has room for before it grows. */
+const INITIAL_SLOTS = 64;
+
+/**
+ * The ids of a limiter and their state. Slot 0 is a scratch slot, in no list, that peek()
+ * fills for an id it does not know, so that peeking allocates nothing. The slots of the ids
+ * form a doubly linked list in least-recently-used order: evicting from a Map by
+ * `keys().next()` is O(holes) in V8 once many deletions accumulate at its front.
+ */
+class Table {
+  /** id -> its slot. */
+  readonly index = new Map<string, number>();
+  /** Slot -> its id ('' when free). */
+  readonly ids: string[] = [''];
+  num: Float64Array;
+  link: Int32Array;
+  /** Slots handed out so far (the scratch slot included). */
+  used = 1;
+  /** The first free slot (their list runs through L_NEXT). */
+  free = NONE;
+  oldest = NONE;
+  youngest = NONE;
+  /**
+   * Copies of entries that stood just before a slot when the export under way began and left
+   * their place since, to be written before it (rare: only while an export runs).
+   */
+  readonly before = new Map<number, Copies>();
+
+  constructor(slots: number) {
+    this.num = new Float64Array(slots * NUMBERS);
+    this.link = new Int32Array(slots * LINKS);
+  }
+
+  /** A slot for `id`, linked nowhere and with its export marks cleared; the caller fills it. */
+  take(id: string): number {
+    let slot = this.free;
+    if (slot !== NONE) {
+      this.free = this.link[slot * LINKS + L_NEXT] as number;
+      this.ids[slot] = id;
+    } else {
+      slot = this.used++;
+      if (slot * NUMBERS >= this.num.length) this.#grow();
+      this.ids.push(id);
+    }
+    const l = slot * LINKS;
+    this.link[l + L_PASSED] = 0;
+    this.link[l + L_COPIED] = 0;
+    this.link[l + L_MOVED] = 0;
+    this.index.set(id, slot);
+    return slot;
+  }
+
+  /** Forgets the id of `slot` (already unlinked) and makes the slot free. */
+  release(slot: number): void {
+    this.index.delete(this.ids[slot] as string);
+    this.ids[slot] = '';
+    this.link[slot * LINKS + L_NEXT] = this.free;
+    this.free = slot;
+  }
+
+  #grow(): void {
+    const slots = (this.num.length / NUMBERS) * 2;
+    const num = new Float64Array(slots * NUMBERS);
+    num.set(this.num);
+    const link = new Int32Array(slots * LINKS);
+    link.set(this.link);
+    this.num = num;
+    this.link = link;
+  }
+}
 
 /** An export under way: its number, its moment, and what it is filling. */
 interface ExportSession {
   readonly id: number;
-  /** Entries with a higher `born` were added since it began: not part of it. */
+  /** The table it walks: a reset or an import replaces the limiter's, and leaves this one be. */
+  readonly t: Table;
+  /** Slots with a higher `born` were added since it began: not part of it. */
   readonly added: number;
   readonly mono: number;
   readonly ids: string[];
   readonly numbers: Float64Array;
   /** Entries written so far. */
   written: number;
-  /** The next entry to write, in the list as it was when the export began. */
-  cursor: Entry | undefined;
+  /** The next slot to write, in the list as it was when the export began (NONE at its end). */
+  cursor: number;
   /** Copies of entries that left the end of the list's old part: written last. */
   tail: Copies | undefined;
 }
@@ -58,22 +172,38 @@ function yieldToLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-/** The SNAPSHOT_FIELDS numbers of `e` at `mono`, written into `n` from `at`. */
-function writeNumbers(n: Float64Array, at: number, e: Entry, mono: number): void {
-  n[at + F.perMinute] = e.perMinute;
-  n[at + F.perDay] = e.perDay;
-  n[at + F.minute] = e.minute;
-  n[at + F.day] = e.day;
-  n[at + F.ageMs] = mono - e.at;
-  n[at + F.strikes] = e.strikes;
-  n[at + F.banLeftMs] = e.bannedUntil > mono ? e.bannedUntil - mono : 0;
+/**
+ * Calls `work(from, to)` over [start, end) in runs of RUN items until `end`, or until the
+ * step has run STEP_MS; returns where it stopped.
+ */
+function step(start: number, end: number, work: (from: number, to: number) => void): number {
+  const until = performance.now() + STEP_MS;
+  let i = start;
+  do {
+    const to = Math.min(end, i + RUN);
+    work(i, to);
+    i = to;
+  } while (i < end && performance.now() < until);
+  return i;
 }
 
-/** Appends the live state of `e` to the export's output. */
-function writeLive(x: ExportSession, e: Entry): void {
+/** The SNAPSHOT_FIELDS numbers of the slot at `o` (slot * NUMBERS) of `num` at `mono`, written into `n` from `at`. */
+function writeNumbers(n: Float64Array, at: number, num: Float64Array, o: number, mono: number): void {
+  n[at + F.perMinute] = num[o + N_PER_MINUTE] as number;
+  n[at + F.perDay] = num[o + N_PER_DAY] as number;
+  n[at + F.minute] = num[o + N_MINUTE] as number;
+  n[at + F.day] = num[o + N_DAY] as number;
+  n[at + F.ageMs] = mono - (num[o + N_AT] as number);
+  n[at + F.strikes] = num[o + N_STRIKES] as number;
+  const bannedUntil = num[o + N_BANNED_UNTIL] as number;
+  n[at + F.banLeftMs] = bannedUntil > mono ? bannedUntil - mono : 0;
+}
+
+/** Appends the live state of `slot` to the export's output. */
+function writeLive(x: ExportSession, slot: number): void {
   const i = x.written++;
-  x.ids[i] = e.id;
-  writeNumbers(x.numbers, i * SNAPSHOT_FIELDS, e, x.mono);
+  x.ids[i] = x.t.ids[slot] as string;
+  writeNumbers(x.numbers, i * SNAPSHOT_FIELDS, x.t.num, slot * NUMBERS, x.mono);
 }
 
 /** Appends copies to the export's output. */
@@ -85,10 +215,35 @@ function writeCopies(x: ExportSession, copies: Copies | undefined): void {
   }
 }
 
-function copyOf(e: Entry, mono: number): EntryCopy {
+function copyOf(t: Table, slot: number, mono: number): EntryCopy {
   const numbers = new Float64Array(SNAPSHOT_FIELDS);
-  writeNumbers(numbers, 0, e, mono);
-  return { id: e.id, numbers, next: undefined };
+  writeNumbers(numbers, 0, t.num, slot * NUMBERS, mono);
+  return { id: t.ids[slot] as string, numbers, next: undefined };
+}
+
+/**
+ * Refills both buckets of the slot at `o` up to `mono` at the rates of `limits`, clamped to
+ * their capacities: buckets.ts refill(), on a slot.
+ */
+function refillSlot(num: Float64Array, o: number, limits: Limits, mono: number): void {
+  const at = num[o + N_AT] as number;
+  const elapsed = mono > at ? mono - at : 0;
+  const minuteCap = limits.perMinute * MINUTE_MS;
+  const dayCap = limits.perDay * DAY_MS;
+  // Clamp even when elapsed is 0: the limits may have shrunk since the last call.
+  num[o + N_MINUTE] = Math.min(minuteCap, (num[o + N_MINUTE] as number) + elapsed * limits.perMinute);
+  num[o + N_DAY] = Math.min(dayCap, (num[o + N_DAY] as number) + elapsed * limits.perDay);
+  num[o + N_AT] = mono;
+  num[o + N_PER_MINUTE] = limits.perMinute;
+  num[o + N_PER_DAY] = limits.perDay;
+}
+
+/** ms until both buckets of the slot at `o` hold a whole token: buckets.ts msUntilAdmitted(). */
+function msUntilAdmittedSlot(num: Float64Array, o: number, limits: Limits): number {
+  return Math.max(
+    msUntilToken(num[o + N_MINUTE] as number, MINUTE_MS, limits.perMinute),
+    msUntilToken(num[o + N_DAY] as number, DAY_MS, limits.perDay),
+  );
 }
 
 export interface LimiterOptions {
@@ -113,61 +268,19 @@ export interface KnownState {
   readonly banMs: number;
 }
 
-/**
- * Mutable per-id state; a class so every entry has one hidden shape. Entries also form a
- * doubly linked list in least-recently-used order: evicting from a Map by
- * `keys().next()` is O(holes) in V8 once many deletions accumulate at its front.
- */
-class Entry implements Buckets {
-  readonly id: string;
-  /** Neighbours in the LRU list (prev is older). */
-  prev: Entry | undefined = undefined;
-  next: Entry | undefined = undefined;
-  minute: number;
-  day: number;
-  at: number;
-  perMinute: number;
-  perDay: number;
-  /** Consecutive refusals; reset on admission and when a ban starts. */
-  strikes = 0;
-  /** monotonic() at which the ban ends; 0 or past when not banned. */
-  bannedUntil = 0;
-  /** When it was added (MemoryLimiter's #added): an export takes the entries added before it. */
-  born = 0;
-  /**
-   * Bookkeeping of the export under way (exportSnapshot), by its number: `passed`, the
-   * export has written this entry; `copied`, its state as of the export was copied before a
-   * change (and sits in `before`, last); `moved`, it left its place in the list since the
-   * export began (touched or removed). `before`: copies of entries that stood just before
-   * this one when the export began and left their place since, to be written before it.
-   */
-  passed = 0;
-  copied = 0;
-  moved = 0;
-  before: Copies | undefined = undefined;
-
-  constructor(id: string, limits: Limits, at: number, empty = false) {
-    this.id = id;
-    this.minute = empty ? 0 : limits.perMinute * MINUTE_MS;
-    this.day = empty ? 0 : limits.perDay * DAY_MS;
-    this.at = at;
-    this.perMinute = limits.perMinute;
-    this.perDay = limits.perDay;
-  }
-}
-
 export class MemoryLimiter implements Limiter {
   readonly #clock: Clock;
   #banAfter = 0;
   #banMs = 0;
   #maxEntries = Infinity;
   readonly #startEmpty: boolean;
-  #entries = new Map<string, Entry>();
+  /** The ids and their state; replaced whole by a reset or an import. */
+  #t = new Table(INITIAL_SLOTS);
   /** The export under way (exportSnapshot), whose entries are copied before they change. */
   #export: ExportSession | undefined = undefined;
   /** Numbers the exports. */
   #exports = 0;
-  /** Entries added so far (each entry's `born`). */
+  /** Entries added so far (each slot's N_BORN). */
   #added = 0;
   /**
    * How far this limiter's time runs behind the clock's monotonic time: 0 until a snapshot is
@@ -175,14 +288,9 @@ export class MemoryLimiter implements Limiter {
    * writing to disk) does not count: every id is exactly as saved at the swap.
    */
   #shift = 0;
-  /** Oldest and youngest ends of the LRU list. */
-  #oldest: Entry | undefined = undefined;
-  #youngest: Entry | undefined = undefined;
   readonly #policies = new PolicyCache();
   /** Saves the state of the key limiter across restarts (see persist()); else undefined. */
   #persistence: LimiterPersistence | undefined = undefined;
-  /** Reused by peek() for unknown ids so that peeking allocates no entry. */
-  readonly #scratch = new Entry('', { perMinute: 1, perDay: 1 }, 0);
 
   constructor(opts: LimiterOptions) {
     this.#clock = opts.clock;
@@ -199,74 +307,85 @@ export class MemoryLimiter implements Limiter {
     this.#banAfter = ban.after;
     this.#banMs = ban.seconds * 1000;
     this.#maxEntries = maxEntries ?? Infinity;
-    while (this.#entries.size > this.#maxEntries && this.#oldest !== undefined) this.#remove(this.#oldest);
+    const t = this.#t;
+    while (t.index.size > this.#maxEntries && t.oldest !== NONE) this.#remove(t.oldest);
   }
 
   get size(): number {
-    return this.#entries.size;
+    return this.#t.index.size;
   }
 
   /** Charges one request to `id` (or refuses it) and returns the outcome and headers. */
   take(id: string, limits: Limits, now?: number): LimitResult {
     const strings = this.#policies.get(limits);
     const mono = (now ?? this.#clock.monotonic()) - this.#shift;
-    const e = this.#touch(id, limits, mono);
-    if (this.#export !== undefined) this.#beforeChange(e);
-    refill(e, limits, mono);
+    const slot = this.#touch(id, limits, mono);
+    if (this.#export !== undefined) this.#beforeChange(slot);
+    const num = this.#t.num;
+    const o = slot * NUMBERS;
+    refillSlot(num, o, limits, mono);
 
-    if (e.bannedUntil > mono) {
+    if ((num[o + N_BANNED_UNTIL] as number) > mono) {
       // A ban is not extended by requests made during it, and charges nothing.
-      return this.#banned(e, limits, strings, mono);
+      return this.#banned(num, o, limits, strings, mono);
     }
-    if (msUntilAdmitted(e, limits) === 0) {
+    if (msUntilAdmittedSlot(num, o, limits) === 0) {
       // Never below 0 (SLACK_MS may admit a hair early), so snapshots stay well-formed.
-      e.minute = Math.max(0, e.minute - MINUTE_MS);
-      e.day = Math.max(0, e.day - DAY_MS);
-      e.strikes = 0;
-      return this.#result('ok', e, limits, strings, 0);
+      const minute = Math.max(0, (num[o + N_MINUTE] as number) - MINUTE_MS);
+      const day = Math.max(0, (num[o + N_DAY] as number) - DAY_MS);
+      num[o + N_MINUTE] = minute;
+      num[o + N_DAY] = day;
+      num[o + N_STRIKES] = 0;
+      return limitResult('ok', minute, day, limits, strings, 0, this.#clock.now());
     }
-    return this.#refuse(e, limits, strings, mono);
+    return this.#refuse(num, o, limits, strings, mono);
   }
 
   /** Headers for the current state of `id` without charging it or counting a refusal. */
   peek(id: string, limits: Limits): LimitResult {
     const strings = this.#policies.get(limits);
     const mono = this.#clock.monotonic() - this.#shift;
-    let e = this.#entries.get(id);
-    if (e === undefined) {
-      e = this.#scratch;
-      e.minute = limits.perMinute * MINUTE_MS;
-      e.day = limits.perDay * DAY_MS;
-      e.at = mono;
-      e.strikes = 0;
-      e.bannedUntil = 0;
+    const t = this.#t;
+    const num = t.num;
+    let slot = t.index.get(id);
+    if (slot === undefined) {
+      // The scratch slot, as a fresh id would start.
+      slot = 0;
+      num[N_MINUTE] = limits.perMinute * MINUTE_MS;
+      num[N_DAY] = limits.perDay * DAY_MS;
+      num[N_AT] = mono;
+      num[N_STRIKES] = 0;
+      num[N_BANNED_UNTIL] = 0;
     } else if (this.#export !== undefined) {
-      this.#beforeChange(e);
+      this.#beforeChange(slot);
     }
-    refill(e, limits, mono);
-    if (e.bannedUntil > mono) return this.#banned(e, limits, strings, mono);
-    const wait = msUntilAdmitted(e, limits);
-    return this.#result(wait === 0 ? 'ok' : 'rate_limited', e, limits, strings, wait);
+    const o = slot * NUMBERS;
+    refillSlot(num, o, limits, mono);
+    if ((num[o + N_BANNED_UNTIL] as number) > mono) return this.#banned(num, o, limits, strings, mono);
+    const wait = msUntilAdmittedSlot(num, o, limits);
+    return this.#result(wait === 0 ? 'ok' : 'rate_limited', num, o, limits, strings, wait);
   }
 
   /** Sets the state of `id` as of now (what Redis last said of it), marking it most recently used. */
   put(id: string, limits: Limits, known: KnownState): void {
     const mono = this.#clock.monotonic() - this.#shift;
-    const e = this.#touch(id, limits, mono);
-    if (this.#export !== undefined) this.#beforeChange(e);
-    e.minute = Math.min(limits.perMinute * MINUTE_MS, Math.max(0, known.minute));
-    e.day = Math.min(limits.perDay * DAY_MS, Math.max(0, known.day));
-    e.at = mono;
-    e.perMinute = limits.perMinute;
-    e.perDay = limits.perDay;
-    e.strikes = known.strikes;
-    e.bannedUntil = known.banMs > 0 ? mono + known.banMs : 0;
+    const slot = this.#touch(id, limits, mono);
+    if (this.#export !== undefined) this.#beforeChange(slot);
+    const num = this.#t.num;
+    const o = slot * NUMBERS;
+    num[o + N_MINUTE] = Math.min(limits.perMinute * MINUTE_MS, Math.max(0, known.minute));
+    num[o + N_DAY] = Math.min(limits.perDay * DAY_MS, Math.max(0, known.day));
+    num[o + N_AT] = mono;
+    num[o + N_PER_MINUTE] = limits.perMinute;
+    num[o + N_PER_DAY] = limits.perDay;
+    num[o + N_STRIKES] = known.strikes;
+    num[o + N_BANNED_UNTIL] = known.banMs > 0 ? mono + known.banMs : 0;
   }
 
   /** Drops the state of every id not in `ids` (e.g. keys revoked by a config reload). */
   retain(ids: ReadonlySet<string>): void {
-    for (const [id, e] of this.#entries) {
-      if (!ids.has(id)) this.#remove(e);
+    for (const [id, slot] of this.#t.index) {
+      if (!ids.has(id)) this.#remove(slot);
     }
   }
 
@@ -292,9 +411,7 @@ export class MemoryLimiter implements Limiter {
 
   /** Forgets every id: buckets, refusal counts and bans. */
   reset(): void {
-    this.#entries.clear();
-    this.#oldest = undefined;
-    this.#youngest = undefined;
+    this.#t = new Table(INITIAL_SLOTS);
   }
 
   /**
@@ -304,19 +421,28 @@ export class MemoryLimiter implements Limiter {
   toState(): LimiterState {
     const mono = this.#clock.monotonic() - this.#shift;
     const entries: LimiterStateEntry[] = [];
-    for (let e = this.#oldest; e !== undefined; e = e.next) {
-      if (this.#export !== undefined) this.#beforeChange(e);
-      refill(e, e, mono);
-      const banMs = e.bannedUntil > mono ? e.bannedUntil - mono : 0;
-      const full = e.minute >= e.perMinute * MINUTE_MS && e.day >= e.perDay * DAY_MS;
-      if (full && e.strikes === 0 && banMs === 0) continue;
+    const t = this.#t;
+    for (let slot = t.oldest; slot !== NONE; slot = t.link[slot * LINKS + L_NEXT] as number) {
+      if (this.#export !== undefined) this.#beforeChange(slot);
+      const num = t.num;
+      const o = slot * NUMBERS;
+      const perMinute = num[o + N_PER_MINUTE] as number;
+      const perDay = num[o + N_PER_DAY] as number;
+      refillSlot(num, o, { perMinute, perDay }, mono);
+      const minute = num[o + N_MINUTE] as number;
+      const day = num[o + N_DAY] as number;
+      const strikes = num[o + N_STRIKES] as number;
+      const bannedUntil = num[o + N_BANNED_UNTIL] as number;
+      const banMs = bannedUntil > mono ? bannedUntil - mono : 0;
+      const full = minute >= perMinute * MINUTE_MS && day >= perDay * DAY_MS;
+      if (full && strikes === 0 && banMs === 0) continue;
       entries.push({
-        id: e.id,
-        perMinute: e.perMinute,
-        perDay: e.perDay,
-        minute: e.minute / MINUTE_MS,
-        day: e.day / DAY_MS,
-        strikes: e.strikes,
+        id: t.ids[slot] as string,
+        perMinute,
+        perDay,
+        minute: minute / MINUTE_MS,
+        day: day / DAY_MS,
+        strikes,
         banMs,
       });
     }
@@ -338,18 +464,20 @@ export class MemoryLimiter implements Limiter {
     // Validate everything before forgetting the current state: all or nothing.
     for (const s of state.entries) checkLimits(s);
     this.reset();
+    const t = this.#t;
     for (const s of state.entries) {
-      const e = new Entry(s.id, s, mono);
-      e.minute = Math.max(0, s.minute) * MINUTE_MS;
-      e.day = Math.max(0, s.day) * DAY_MS;
-      e.at = mono - downtime; // refill() below credits the downtime at the saved rates
-      refill(e, s, mono);
-      e.strikes = Math.max(0, Math.floor(s.strikes));
-      const banLeft = s.banMs - downtime;
-      e.bannedUntil = banLeft > 0 ? mono + banLeft : 0;
-      const dup = this.#entries.get(s.id);
+      const dup = t.index.get(s.id);
       if (dup !== undefined) this.#remove(dup);
-      this.#insert(e);
+      const slot = this.#insert(s.id, s, mono);
+      const num = t.num;
+      const o = slot * NUMBERS;
+      num[o + N_MINUTE] = Math.max(0, s.minute) * MINUTE_MS;
+      num[o + N_DAY] = Math.max(0, s.day) * DAY_MS;
+      num[o + N_AT] = mono - downtime; // refillSlot() below credits the downtime at the saved rates
+      refillSlot(num, o, s, mono);
+      num[o + N_STRIKES] = Math.max(0, Math.floor(s.strikes));
+      const banLeft = s.banMs - downtime;
+      num[o + N_BANNED_UNTIL] = banLeft > 0 ? mono + banLeft : 0;
     }
   }
 
@@ -363,38 +491,49 @@ export class MemoryLimiter implements Limiter {
    */
   async exportSnapshot(): Promise<LimiterSnapshot> {
     if (this.#export !== undefined) throw new Error('a limiter snapshot is already being taken');
-    const count = this.#entries.size;
+    const t = this.#t;
+    const count = t.index.size;
     const x: ExportSession = {
       id: ++this.#exports,
+      t,
       added: this.#added,
       mono: this.#clock.monotonic() - this.#shift,
       ids: new Array<string>(count),
       numbers: new Float64Array(count * SNAPSHOT_FIELDS),
       written: 0,
-      cursor: this.#oldest,
+      cursor: t.oldest,
       tail: undefined,
     };
     this.#export = x;
     try {
       let n = 0;
+      let until = performance.now() + STEP_MS;
       for (;;) {
-        const e = x.cursor;
+        const slot = x.cursor;
         // The list's old part ends where the entries added or moved since begin.
-        if (e === undefined || e.born > x.added || e.moved === x.id) break;
-        if (e.before !== undefined) {
-          writeCopies(x, e.before);
-          e.before = undefined;
+        if (slot === NONE) break;
+        const l = slot * LINKS;
+        if ((t.num[slot * NUMBERS + N_BORN] as number) > x.added || t.link[l + L_MOVED] === x.id) break;
+        const before = t.before.get(slot);
+        if (before !== undefined) {
+          writeCopies(x, before);
+          t.before.delete(slot);
         }
-        if (e.copied !== x.id) writeLive(x, e);
-        e.passed = x.id;
-        x.cursor = e.next;
-        if (++n % SNAPSHOT_CHUNK === 0) await yieldToLoop();
+        if (t.link[l + L_COPIED] !== x.id) writeLive(x, slot);
+        t.link[l + L_PASSED] = x.id;
+        x.cursor = t.link[l + L_NEXT] as number;
+        if (++n % RUN === 0 && (n === SNAPSHOT_CHUNK || performance.now() >= until)) {
+          await yieldToLoop();
+          n = 0;
+          until = performance.now() + STEP_MS;
+        }
       }
       writeCopies(x, x.tail);
       if (x.written !== count) throw new Error(`limiter snapshot: ${x.written} entries written, ${count} expected`);
       return { ids: x.ids, numbers: x.numbers };
     } finally {
       this.#export = undefined;
+      t.before.clear();
     }
   }
 
@@ -404,47 +543,47 @@ export class MemoryLimiter implements Limiter {
    * in at once. `mono`: the clock's monotonic time the entries are built for (default now;
    * a restore that also puts back a clock offset passes the time that offset gives). At the
    * swap each id is exactly as it was when saved: the time until the swap does not count.
+   * It allocates no object per id: typed arrays sized once, an index of small integers.
    */
   async prepareImport(snapshot: LimiterSnapshot, mono = this.#clock.monotonic()): Promise<() => void> {
-    // Entry times are in the clock's time as of `mono`; the swap sets #shift so that the
+    // Slot times are in the clock's time as of `mono`; the swap sets #shift so that the
     // limiter reads `mono` then, however long it took to get there.
-    const entries = new Map<string, Entry>();
-    let oldest: Entry | undefined;
-    let youngest: Entry | undefined;
     const { ids, numbers: n } = snapshot;
     // A bound made smaller since the save keeps the most recently used ids, as an eviction would.
     const first = Math.max(0, ids.length - (Number.isFinite(this.#maxEntries) ? this.#maxEntries : ids.length));
-    for (let start = first; start < ids.length; start += SNAPSHOT_CHUNK) {
-      if (start > first) await yieldToLoop();
-      const end = Math.min(ids.length, start + SNAPSHOT_CHUNK);
-      for (let i = start; i < end; i++) {
+    const t = new Table(Math.max(INITIAL_SLOTS, ids.length - first + 1));
+    const fill = (from: number, to: number): void => {
+      const num = t.num; // sized for them all: it does not grow meanwhile
+      for (let i = from; i < to; i++) {
         const id = ids[i] as string;
-        const at = i * SNAPSHOT_FIELDS;
-        const e = new Entry(id, { perMinute: n[at + F.perMinute] as number, perDay: n[at + F.perDay] as number }, mono - (n[at + F.ageMs] as number));
-        e.minute = n[at + F.minute] as number;
-        e.day = n[at + F.day] as number;
-        e.strikes = n[at + F.strikes] as number;
-        const banLeft = n[at + F.banLeftMs] as number;
-        e.bannedUntil = banLeft > 0 ? mono + banLeft : 0;
-        const dup = entries.get(id);
+        const dup = t.index.get(id);
         if (dup !== undefined) {
-          if (dup.prev === undefined) oldest = dup.next;
-          else dup.prev.next = dup.next;
-          if (dup.next === undefined) youngest = dup.prev;
-          else dup.next.prev = dup.prev;
+          // Not from an export (ids are unique there): the later one wins, as restore() does.
+          unlinkSlot(t, dup);
+          t.release(dup);
         }
-        entries.set(id, e);
-        e.prev = youngest;
-        if (youngest === undefined) oldest = e;
-        else youngest.next = e;
-        youngest = e;
+        const slot = t.take(id);
+        const at = i * SNAPSHOT_FIELDS;
+        const o = slot * NUMBERS;
+        num[o + N_PER_MINUTE] = n[at + F.perMinute] as number;
+        num[o + N_PER_DAY] = n[at + F.perDay] as number;
+        num[o + N_MINUTE] = n[at + F.minute] as number;
+        num[o + N_DAY] = n[at + F.day] as number;
+        num[o + N_AT] = mono - (n[at + F.ageMs] as number);
+        num[o + N_STRIKES] = n[at + F.strikes] as number;
+        const banLeft = n[at + F.banLeftMs] as number;
+        num[o + N_BANNED_UNTIL] = banLeft > 0 ? mono + banLeft : 0;
+        num[o + N_BORN] = 0;
+        appendSlot(t, slot);
       }
+    };
+    for (let i = first; i < ids.length; ) {
+      if (i > first) await yieldToLoop();
+      i = step(i, Math.min(ids.length, i + SNAPSHOT_CHUNK), fill);
     }
     return () => {
       this.#shift = this.#clock.monotonic() - mono;
-      this.#entries = entries;
-      this.#oldest = oldest;
-      this.#youngest = youngest;
+      this.#t = t;
     };
   }
 
@@ -453,98 +592,112 @@ export class MemoryLimiter implements Limiter {
     (await this.prepareImport(snapshot))();
   }
 
-  /** `e` is about to change: if the export under way has not written it, keeps its state as it was. */
-  #beforeChange(e: Entry): void {
+  /** `slot` is about to change: if the export under way has not written it, keeps its state as it was. */
+  #beforeChange(slot: number): void {
     const x = this.#export as ExportSession;
-    if (e.born > x.added || e.passed === x.id || e.copied === x.id || e.moved === x.id) return;
-    e.copied = x.id;
-    const copy = copyOf(e, x.mono);
+    const t = this.#t;
+    if (x.t !== t) return; // the table it walks is no longer in use: nothing in it changes
+    const l = slot * LINKS;
+    const link = t.link;
+    if ((t.num[slot * NUMBERS + N_BORN] as number) > x.added || link[l + L_PASSED] === x.id || link[l + L_COPIED] === x.id || link[l + L_MOVED] === x.id) return;
+    link[l + L_COPIED] = x.id;
+    const copy = copyOf(t, slot, x.mono);
     // Its own copy goes after those of the entries before it.
-    if (e.before === undefined) e.before = { head: copy, last: copy };
+    const before = t.before.get(slot);
+    if (before === undefined) t.before.set(slot, { head: copy, last: copy });
     else {
-      e.before.last.next = copy;
-      e.before.last = copy;
+      before.last.next = copy;
+      before.last = copy;
     }
   }
 
   /**
-   * `e` is about to leave its place in the list (moved to the young end, or removed): if the
-   * export under way has not written it, its copy (and the copies waiting before it) move to
-   * the entry after it in the list's old part, or to the end of the export.
+   * `slot` is about to leave its place in the list (moved to the young end, or removed): if
+   * the export under way has not written it, its copy (and the copies waiting before it) move
+   * to the slot after it in the list's old part, or to the end of the export.
    */
-  #beforeUnlink(e: Entry): void {
+  #beforeUnlink(slot: number): void {
     const x = this.#export as ExportSession;
-    if (e.born > x.added || e.passed === x.id || e.moved === x.id) return;
-    this.#beforeChange(e);
-    e.moved = x.id;
-    const copies = e.before as Copies;
-    e.before = undefined;
-    const next = e.next;
-    if (x.cursor === e) x.cursor = next;
+    const t = this.#t;
+    if (x.t !== t) return;
+    const link = t.link;
+    const l = slot * LINKS;
+    if ((t.num[slot * NUMBERS + N_BORN] as number) > x.added || link[l + L_PASSED] === x.id || link[l + L_MOVED] === x.id) return;
+    this.#beforeChange(slot);
+    link[l + L_MOVED] = x.id;
+    const copies = t.before.get(slot) as Copies;
+    t.before.delete(slot);
+    const next = link[l + L_NEXT] as number;
+    if (x.cursor === slot) x.cursor = next;
     // Before whatever is left after it: the next entry of the old part, or else the copies
     // of the old part's end already taken (they stood after it).
-    if (next !== undefined && next.born <= x.added && next.moved !== x.id) next.before = prepend(copies, next.before);
-    else x.tail = prepend(copies, x.tail);
+    if (next !== NONE && (t.num[next * NUMBERS + N_BORN] as number) <= x.added && link[next * LINKS + L_MOVED] !== x.id) {
+      t.before.set(next, prepend(copies, t.before.get(next)));
+    } else x.tail = prepend(copies, x.tail);
   }
 
-  /** Finds or creates the entry of `id` and marks it most recently used. */
-  #touch(id: string, limits: Limits, mono: number): Entry {
-    const e = this.#entries.get(id);
-    if (e === undefined) {
-      const created = new Entry(id, limits, mono, this.#startEmpty);
-      this.#insert(created);
+  /** Finds or creates the slot of `id` and marks it most recently used. */
+  #touch(id: string, limits: Limits, mono: number): number {
+    const t = this.#t;
+    const slot = t.index.get(id);
+    if (slot === undefined) {
+      const created = this.#insert(id, limits, mono);
+      const num = t.num;
+      const o = created * NUMBERS;
+      num[o + N_MINUTE] = this.#startEmpty ? 0 : limits.perMinute * MINUTE_MS;
+      num[o + N_DAY] = this.#startEmpty ? 0 : limits.perDay * DAY_MS;
       return created;
     }
-    if (e !== this.#youngest) {
-      this.#unlink(e);
-      this.#append(e);
+    if (slot !== t.youngest) {
+      this.#unlink(slot);
+      appendSlot(t, slot);
     }
-    return e;
+    return slot;
   }
 
-  /** Adds a new entry as the youngest, evicting the oldest beyond maxEntries. */
-  #insert(e: Entry): void {
-    e.born = ++this.#added;
-    this.#entries.set(e.id, e);
-    this.#append(e);
-    while (this.#entries.size > this.#maxEntries && this.#oldest !== undefined) {
-      this.#remove(this.#oldest);
-    }
+  /**
+   * Adds `id` as the youngest, its limits `limits` and its time `mono` (buckets empty, no
+   * refusal, no ban: the caller fills them), evicting the oldest beyond maxEntries.
+   */
+  #insert(id: string, limits: Limits, mono: number): number {
+    const t = this.#t;
+    const slot = t.take(id);
+    const num = t.num;
+    const o = slot * NUMBERS;
+    num[o + N_MINUTE] = 0;
+    num[o + N_DAY] = 0;
+    num[o + N_AT] = mono;
+    num[o + N_PER_MINUTE] = limits.perMinute;
+    num[o + N_PER_DAY] = limits.perDay;
+    num[o + N_STRIKES] = 0;
+    num[o + N_BANNED_UNTIL] = 0;
+    num[o + N_BORN] = ++this.#added;
+    appendSlot(t, slot);
+    while (t.index.size > this.#maxEntries && t.oldest !== NONE) this.#remove(t.oldest);
+    return slot;
   }
 
-  #remove(e: Entry): void {
-    this.#entries.delete(e.id);
-    this.#unlink(e);
+  #remove(slot: number): void {
+    this.#unlink(slot);
+    this.#t.release(slot);
   }
 
-  #append(e: Entry): void {
-    e.prev = this.#youngest;
-    e.next = undefined;
-    if (this.#youngest === undefined) this.#oldest = e;
-    else this.#youngest.next = e;
-    this.#youngest = e;
-  }
-
-  #unlink(e: Entry): void {
-    if (this.#export !== undefined) this.#beforeUnlink(e);
-    if (e.prev === undefined) this.#oldest = e.next;
-    else e.prev.next = e.next;
-    if (e.next === undefined) this.#youngest = e.prev;
-    else e.next.prev = e.prev;
-    e.prev = undefined;
-    e.next = undefined;
+  #unlink(slot: number): void {
+    if (this.#export !== undefined) this.#beforeUnlink(slot);
+    unlinkSlot(this.#t, slot);
   }
 
   /** Counts a refusal and decides between 429 rate_limited and the start of a ban. */
-  #refuse(e: Entry, limits: Limits, strings: PolicyStrings, mono: number): LimitResult {
-    e.strikes += 1;
+  #refuse(num: Float64Array, o: number, limits: Limits, strings: PolicyStrings, mono: number): LimitResult {
+    const strikes = (num[o + N_STRIKES] as number) + 1;
+    num[o + N_STRIKES] = strikes;
     // The first refusal plus `after` more are plain 429s; the one after those starts a ban.
-    if (e.strikes > this.#banAfter + 1 && this.#banMs > 0) {
-      e.strikes = 0; // "when the ban ends, the counter is 0"
-      e.bannedUntil = mono + this.#banMs;
-      return this.#banned(e, limits, strings, mono);
+    if (strikes > this.#banAfter + 1 && this.#banMs > 0) {
+      num[o + N_STRIKES] = 0; // "when the ban ends, the counter is 0"
+      num[o + N_BANNED_UNTIL] = mono + this.#banMs;
+      return this.#banned(num, o, limits, strings, mono);
     }
-    return this.#result('rate_limited', e, limits, strings, msUntilAdmitted(e, limits));
+    return this.#result('rate_limited', num, o, limits, strings, msUntilAdmittedSlot(num, o, limits));
   }
 
   /**
@@ -552,13 +705,38 @@ export class MemoryLimiter implements Limiter {
    * token's refill would otherwise send a client that waited it into another 429. Nothing is
    * charged during a ban, so the bucket refills as usual meanwhile.
    */
-  #banned(e: Entry, limits: Limits, strings: PolicyStrings, mono: number): LimitResult {
-    const banLeft = e.bannedUntil - mono;
-    const refillLeft = msUntilAdmitted(e, limits);
-    return this.#result('temporarily_banned', e, limits, strings, banLeft > refillLeft ? banLeft : refillLeft);
+  #banned(num: Float64Array, o: number, limits: Limits, strings: PolicyStrings, mono: number): LimitResult {
+    const banLeft = (num[o + N_BANNED_UNTIL] as number) - mono;
+    const refillLeft = msUntilAdmittedSlot(num, o, limits);
+    return this.#result('temporarily_banned', num, o, limits, strings, banLeft > refillLeft ? banLeft : refillLeft);
   }
 
-  #result(outcome: LimitOutcome, e: Entry, limits: Limits, strings: PolicyStrings, waitMs: number): LimitResult {
-    return limitResult(outcome, e.minute, e.day, limits, strings, waitMs, this.#clock.now());
+  #result(outcome: LimitOutcome, num: Float64Array, o: number, limits: Limits, strings: PolicyStrings, waitMs: number): LimitResult {
+    return limitResult(outcome, num[o + N_MINUTE] as number, num[o + N_DAY] as number, limits, strings, waitMs, this.#clock.now());
   }
+}
+
+/** Links `slot` in as the youngest. */
+function appendSlot(t: Table, slot: number): void {
+  const link = t.link;
+  const l = slot * LINKS;
+  link[l + L_PREV] = t.youngest;
+  link[l + L_NEXT] = NONE;
+  if (t.youngest === NONE) t.oldest = slot;
+  else link[t.youngest * LINKS + L_NEXT] = slot;
+  t.youngest = slot;
+}
+
+/** Takes `slot` out of the LRU list. */
+function unlinkSlot(t: Table, slot: number): void {
+  const link = t.link;
+  const l = slot * LINKS;
+  const prev = link[l + L_PREV] as number;
+  const next = link[l + L_NEXT] as number;
+  if (prev === NONE) t.oldest = next;
+  else link[prev * LINKS + L_NEXT] = next;
+  if (next === NONE) t.youngest = prev;
+  else link[next * LINKS + L_PREV] = prev;
+  link[l + L_PREV] = NONE;
+  link[l + L_NEXT] = NONE;
 }

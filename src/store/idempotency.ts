@@ -17,12 +17,6 @@ export function newPetFingerprint(pet: Readonly<NewPet>): string {
   return createHash('sha256').update(text).digest('base64url');
 }
 
-/** A live key in memory: which pet it made, and when (wall-clock ms). */
-export interface LiveKey {
-  readonly id: number;
-  readonly at: number;
-}
-
 /** A key as a journal or snapshot line holds it (`"idem": {...}` beside the pet's fields). */
 export interface KeyRecord {
   readonly scope: string;
@@ -37,18 +31,74 @@ export class KeyedPet {
 }
 
 /**
+ * Live keys as rows: a key's table name (its slot string) -> its row, and per row the pet
+ * id and the time (wall-clock ms) in typed arrays. An object per key (as this once was)
+ * made a restore of a hundred thousand keys a hundred thousand small objects that all
+ * survive (two, with the boxed time), and each young-generation collection copied them: a
+ * pause of several ms. Typed arrays that large are never copied by that collector. The
+ * index's order is the order keys were added (see KeyTable); a row freed by a deletion is
+ * reused by a later key, so a walk reads a row while its key is still in the index.
+ */
+export class KeyRows {
+  /** Slot string -> row. */
+  readonly index = new Map<string, number>();
+  ids: Float64Array;
+  ats: Float64Array;
+  /** Rows handed out so far. */
+  #used = 0;
+  /** Rows freed, to be reused. */
+  readonly #free: number[] = [];
+
+  constructor(rows = 16) {
+    this.ids = new Float64Array(rows);
+    this.ats = new Float64Array(rows);
+  }
+
+  get size(): number {
+    return this.index.size;
+  }
+
+  /** Adds `slot` (not in the index) as the last key. */
+  push(slot: string, id: number, at: number): void {
+    let row = this.#free.pop();
+    if (row === undefined) {
+      row = this.#used++;
+      if (row >= this.ids.length) this.#grow();
+    }
+    this.ids[row] = id;
+    this.ats[row] = at;
+    this.index.set(slot, row);
+  }
+
+  /** Removes `slot` (whose row is `row`). */
+  delete(slot: string, row: number): void {
+    this.index.delete(slot);
+    this.#free.push(row);
+  }
+
+  #grow(): void {
+    const ids = new Float64Array(this.ids.length * 2);
+    ids.set(this.ids);
+    const ats = new Float64Array(this.ats.length * 2);
+    ats.set(this.ats);
+    this.ids = ids;
+    this.ats = ats;
+  }
+}
+
+/**
  * The live keys of one store, at most one entry per (scope, key). An entry is a pet id and a
  * time; the payload's fingerprint is not kept in memory, since the pet itself holds the
  * validated NewPet it was made from (pets are immutable): a repeat is compared with it.
  *
  * Entries are added in ascending pet id (creates are applied in id order, and a restart
- * loads them in file order), so the Map's own order is id order and, clocks permitting,
+ * loads them in file order), so the index's own order is id order and, clocks permitting,
  * time order: expired entries are swept from its front as new ones arrive, and a snapshot
  * walks it beside the pets.
  */
 export class KeyTable {
   readonly retentionMs: number;
-  #live = new Map<string, LiveKey>();
+  #live = new KeyRows();
   /** Creates with a key queued or being written: a repeat meanwhile is answered 409. */
   readonly #pending = new Set<string>();
   /** Scope digest -> a short prefix, so that each slot does not repeat 64 hex digits. */
@@ -78,10 +128,11 @@ export class KeyTable {
 
   /** The pet id of a live key, or undefined (an expired entry is dropped on the way). */
   liveId(slot: string, now: number): number | undefined {
-    const entry = this.#live.get(slot);
-    if (entry === undefined) return undefined;
-    if (entry.at + this.retentionMs > now) return entry.id;
-    this.#live.delete(slot);
+    const live = this.#live;
+    const row = live.index.get(slot);
+    if (row === undefined) return undefined;
+    if ((live.ats[row] as number) + this.retentionMs > now) return live.ids[row] as number;
+    live.delete(slot, row);
     return undefined;
   }
 
@@ -96,8 +147,10 @@ export class KeyTable {
 
   /** Records a key made durable with pet `id` at `at`, and sweeps expired ones from the front. */
   add(slot: string, id: number, at: number, now: number): void {
-    this.#live.delete(slot); // an expired entry of the same slot: the new one goes to the end
-    this.#live.set(slot, { id, at });
+    const live = this.#live;
+    const row = live.index.get(slot);
+    if (row !== undefined) live.delete(slot, row); // an expired entry of the same slot: the new one goes to the end
+    live.push(slot, id, at);
     this.sweep(now, 2);
   }
 
@@ -117,40 +170,41 @@ export class KeyTable {
    * more than the keys of one retention period plus those swept later.
    */
   sweep(now: number, max = Infinity): void {
+    const live = this.#live;
     let n = 0;
-    for (const [slot, entry] of this.#live) {
-      if (n++ >= max || entry.at + this.retentionMs > now) return;
-      this.#live.delete(slot);
+    for (const [slot, row] of live.index) {
+      if (n++ >= max || (live.ats[row] as number) + this.retentionMs > now) return;
+      live.delete(slot, row);
     }
   }
 
-  /** Empties the table (a reset); a fresh Map, so a snapshot walking the old one is undisturbed. */
+  /** Empties the table (a reset); fresh rows, so a snapshot walking the old ones is undisturbed. */
   clear(): void {
-    this.#live = new Map();
+    this.#live = new KeyRows();
   }
 
   /** The keys as they are now, for a snapshot of the pets as they are now (see KeyCursor). */
   cursor(now: number): KeyCursor {
-    return new KeyCursor(this.#live.entries(), this.#scopes, this.retentionMs, now);
+    return new KeyCursor(this.#live, this.#scopes, this.retentionMs, now);
   }
 
-  /** A cursor over another table's entries in this table's slots (a restore being written to disk). */
-  cursorOf(entries: ReadonlyMap<string, LiveKey>, now: number): KeyCursor {
-    return new KeyCursor(entries.entries() as IterableIterator<[string, LiveKey]>, this.#scopes, this.retentionMs, now);
+  /** A cursor over another table's rows in this table's slots (a restore being written to disk). */
+  cursorOf(rows: KeyRows, now: number): KeyCursor {
+    return new KeyCursor(rows, this.#scopes, this.retentionMs, now);
   }
 
   /**
-   * The live entries as they are now, walked lazily (a snapshot copies them in chunks). The
-   * Map's iterator survives changes: entries added later have higher ids than the snapshot's
-   * next id (the caller skips them), and entries deleted meanwhile had expired.
+   * The live entries as they are now, to walk lazily (a snapshot copies them in chunks): walk
+   * `index` and read a key's row as it is reached. Entries added later have higher ids than
+   * the snapshot's next id (the caller skips them), and entries deleted meanwhile had expired.
    */
-  walk(): IterableIterator<[string, LiveKey]> {
-    return this.#live.entries();
+  walk(): KeyRows {
+    return this.#live;
   }
 
-  /** Replaces the live keys by a table built aside (slots of this table, ascending id), at once; pending ones kept. */
-  replace(entries: Map<string, LiveKey>): void {
-    this.#live = entries;
+  /** Replaces the live keys by rows built aside (slots of this table, ascending id), at once; pending ones kept. */
+  replace(rows: KeyRows): void {
+    this.#live = rows;
   }
 }
 
@@ -161,33 +215,45 @@ export class KeyTable {
  * entries deleted meanwhile are skipped by the Map's iterator.
  */
 export class KeyCursor {
-  #next: [string, LiveKey] | undefined;
+  readonly #entries: IterableIterator<[string, number]>;
+  /** The next key: its slot, pet id and time (read from its row when reached). */
+  #slot: string | undefined = undefined;
+  #id = 0;
+  #at = 0;
 
   constructor(
-    private readonly entries: IterableIterator<[string, LiveKey]>,
+    private readonly rows: KeyRows,
     private readonly scopes: readonly string[],
     private readonly retentionMs: number,
     private readonly now: number,
   ) {
-    this.#next = this.#advance();
+    this.#entries = rows.index.entries();
+    this.#advance();
   }
 
-  #advance(): [string, LiveKey] | undefined {
-    const step = this.entries.next();
-    return step.done === true ? undefined : step.value;
+  #advance(): void {
+    const step = this.#entries.next();
+    if (step.done === true) {
+      this.#slot = undefined;
+      return;
+    }
+    const [slot, row] = step.value;
+    this.#slot = slot;
+    this.#id = this.rows.ids[row] as number;
+    this.#at = this.rows.ats[row] as number;
   }
 
   /** The snapshot line of `pet` (its key, if it has a live one, included). */
   line(pet: Readonly<Pet>, json: string): string {
-    while (this.#next !== undefined && this.#next[1].id < pet.id) this.#next = this.#advance();
-    const next = this.#next;
-    if (next === undefined || next[1].id !== pet.id) return json;
-    this.#next = this.#advance();
-    const [slot, entry] = next;
-    if (entry.at + this.retentionMs <= this.now) return json;
+    while (this.#slot !== undefined && this.#id < pet.id) this.#advance();
+    const slot = this.#slot;
+    if (slot === undefined || this.#id !== pet.id) return json;
+    const at = this.#at;
+    this.#advance();
+    if (at + this.retentionMs <= this.now) return json;
     const cut = slot.indexOf('\n');
     const scope = this.scopes[parseInt(slot.slice(0, cut), 36)] as string;
-    return keyedLine(json, { scope, key: slot.slice(cut + 1), fp: newPetFingerprint(pet), at: entry.at });
+    return keyedLine(json, { scope, key: slot.slice(cut + 1), fp: newPetFingerprint(pet), at });
   }
 }
 

@@ -1,22 +1,50 @@
 // The copying behind named snapshots (admin API): a store's state taken by reference at one
-// moment (PetIndex.state(), KeyTable.walk()), its keys copied in chunks that give the event
-// loop back in between, so that a snapshot of a million pets never holds requests up for long.
+// moment (PetIndex.state(), KeyTable.walk()), its keys copied in steps of about half a
+// millisecond that give the event loop back in between, so that a snapshot of a million pets
+// never holds requests up for long.
 import type { Pet, PetStatus } from '../core/index.js';
 import type { StoreSnapshot } from './contract.js';
-import type { KeyTable, LiveKey } from './idempotency.js';
+import { KeyRows, type KeyTable } from './idempotency.js';
 import type { IndexState } from './pet-index.js';
 
 /**
- * Idempotency keys copied (or put into a new table) between yields: well under a
- * millisecond of work (docs/harness.md, snapshots).
+ * Idempotency keys copied (or put into a new table) between yields, at most: well under a
+ * millisecond of work once the code is compiled (docs/harness.md, snapshots). A step also
+ * ends once it has run STEP_MS: the first steps run before V8 has compiled the loop, several
+ * times slower.
  */
 export const COPY_CHUNK = 4096;
-/** Array slots (pointers or small integers) copied between yields by a restore. */
-export const ARRAY_CHUNK = 65_536;
+/** How long one step of a copy runs at most before it gives the event loop a turn (ms). */
+export const STEP_MS = 0.5;
+/** Items between two looks at the time within a step. */
+const RUN = 128;
 
 /** Gives the event loop one turn (timers, I/O) before going on. */
 export function yieldToLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Calls `work(from, to)` over [start, end) in runs of RUN items until `end`, or until the
+ * step has run STEP_MS; returns where it stopped.
+ */
+function step(start: number, end: number, work: (from: number, to: number) => void): number {
+  const until = performance.now() + STEP_MS;
+  let i = start;
+  do {
+    const to = Math.min(end, i + RUN);
+    work(i, to);
+    i = to;
+  } while (i < end && performance.now() < until);
+  return i;
+}
+
+/** `work` over [0, count) in steps (see step()), a turn of the event loop before each. */
+async function inSteps(count: number, most: number, work: (from: number, to: number) => void): Promise<void> {
+  for (let i = 0; i < count; ) {
+    await yieldToLoop();
+    i = step(i, Math.min(count, i + most), work);
+  }
 }
 
 /**
@@ -54,8 +82,9 @@ const KEY_BYTES = 24;
  * expired when deleted: at most one that expired during the copy's few ms is missed.)
  */
 export async function copyState(state: IndexState, table: KeyTable, now: number): Promise<LocalSnapshot> {
-  const entries = table.walk();
-  const most = table.size;
+  const rows = table.walk();
+  const entries = rows.index.entries();
+  const most = rows.size;
   const retention = table.retentionMs;
   const slots = new Array<string>(most);
   const ids = new Float64Array(most);
@@ -63,12 +92,19 @@ export async function copyState(state: IndexState, table: KeyTable, now: number)
   let count = 0;
   let keyChars = 0;
   let n = 0;
-  for (const [slot, key] of entries) {
-    if (++n % COPY_CHUNK === 0) await yieldToLoop();
-    if (key.id >= state.nextId || key.at + retention <= now || count === most) continue;
+  let until = performance.now() + STEP_MS;
+  for (const [slot, row] of entries) {
+    if (++n % RUN === 0 && (n === COPY_CHUNK || performance.now() >= until)) {
+      await yieldToLoop();
+      n = 0;
+      until = performance.now() + STEP_MS;
+    }
+    const id = rows.ids[row] as number;
+    const at = rows.ats[row] as number;
+    if (id >= state.nextId || at + retention <= now || count === most) continue;
     slots[count] = slot;
-    ids[count] = key.id;
-    ages[count] = now - key.at;
+    ids[count] = id;
+    ages[count] = now - at;
     count++;
     keyChars += slot.length;
   }
@@ -89,16 +125,16 @@ export interface PreparedRestore {
   readonly pets: Pet[];
   readonly byStatus: Record<PetStatus, number[]>;
   /** The saved keys as live entries at the restore's `now`, in ascending pet id. */
-  readonly keys: Map<string, LiveKey>;
+  readonly keys: KeyRows;
   /** The wall time the keys' ages count from. */
   readonly now: number;
 }
 
 /**
  * Fresh arrays of a snapshot for the index to own (it appends to them), and its keys as a
- * new table, each key as old at `now` as it was when saved: all copied in chunks with a turn
- * of the event loop between them, so that no step holds requests up for more than a
- * fraction of a millisecond.
+ * new table, each key as old at `now` as it was when saved: all copied in steps with a turn
+ * of the event loop between them (each array in one step, the keys in steps of at most
+ * about half a millisecond).
  */
 export async function prepareRestore(s: LocalSnapshot, now: number): Promise<PreparedRestore> {
   const { state } = s;
@@ -107,26 +143,21 @@ export async function prepareRestore(s: LocalSnapshot, now: number): Promise<Pre
   const available = await copyPrefix(b.available.positions, b.available.count);
   const pending = await copyPrefix(b.pending.positions, b.pending.count);
   const sold = await copyPrefix(b.sold.positions, b.sold.count);
-  const keys = new Map<string, LiveKey>();
   const saved = s.keys;
-  for (let start = 0; start < saved.count; start += COPY_CHUNK) {
-    await yieldToLoop();
-    const end = Math.min(saved.count, start + COPY_CHUNK);
-    for (let i = start; i < end; i++) {
-      keys.set(saved.slots[i] as string, { id: saved.ids[i] as number, at: now - (saved.ages[i] as number) });
-    }
-  }
+  const keys = new KeyRows(Math.max(16, saved.count));
+  await inSteps(saved.count, COPY_CHUNK, (from, to) => {
+    for (let i = from; i < to; i++) keys.push(saved.slots[i] as string, saved.ids[i] as number, now - (saved.ages[i] as number));
+  });
   return { pets, byStatus: { available, pending, sold }, keys, now };
 }
 
-/** A new array of the first `count` items of `from`, ARRAY_CHUNK at a time, yielding before each. */
+/**
+ * A new array of the first `count` items of `from`, in one step of its own (after a turn of
+ * the event loop): one allocation and one block copy. Copying it in pieces by push was
+ * measured slower in its longest step (the array's last growth copies two thirds of it in
+ * one go, besides the piece) and made twice the young-generation collections.
+ */
 async function copyPrefix<T>(from: readonly T[], count: number): Promise<T[]> {
   await yieldToLoop();
-  const out = from.slice(0, Math.min(count, ARRAY_CHUNK));
-  for (let start = ARRAY_CHUNK; start < count; start += ARRAY_CHUNK) {
-    await yieldToLoop();
-    const end = Math.min(count, start + ARRAY_CHUNK);
-    for (let i = start; i < end; i++) out.push(from[i] as T);
-  }
-  return out;
+  return from.slice(0, count);
 }

@@ -1,17 +1,19 @@
 // How long a named snapshot of many pets holds the event loop, and what it costs in heap.
 // Run after `node build.mjs --tests`:
 //   node --expose-gc test/bench/snapshot-block.mjs [--pets 1000000] [--keys 1000]
-//     [--addresses 100000] [--idempotency 100000] [--store memory|file] [--build DIR]
+//     [--addresses 100000] [--idempotency 100000] [--store memory|file] [--build DIR] [--blocks MS]
 // `--build` takes another checkout's build/src (e.g. a worktree of an older commit), so that
-// before and after run the same bench in one session.
+// before and after run the same bench in one session. `--blocks` prints every block longer
+// than MS, with its start on the process's clock (that of --trace-gc).
 //
 // Prints, for a save and for a restore: the time taken, the longest event-loop block seen by
 // two samplers (a setImmediate chain timing the gaps between its turns, which is exact to the
 // chunk, with the main thread's CPU time in the gap; and perf_hooks.monitorEventLoopDelay,
 // 1 ms resolution), the peak heap while it ran (sampled every 2 ms) and the heap it keeps
-// after gc, both above the heap before. On a busy machine the wall time of a block includes
+// after gc, both above the heap before (array buffers, where typed arrays keep their numbers,
+// counted in). On a busy machine the wall time of a block includes
 // time the OS gave other processes: the CPU figure is the block the code itself made.
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { PerformanceObserver, constants as perf, monitorEventLoopDelay } from 'node:perf_hooks';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -27,6 +29,7 @@ const { values } = parseArgs({
     store: { type: 'string', default: 'memory' },
     build: { type: 'string' },
     label: { type: 'string', default: '' },
+    blocks: { type: 'string' },
   },
 });
 const count = Number(values.pets);
@@ -38,6 +41,11 @@ const { MemoryLimiter } = await import(`${root}limits/index.js`);
 const { ManualClock, silentLogger } = await import(`${root}core/index.js`);
 
 const gc = globalThis.gc ?? (() => undefined);
+/** The V8 heap plus array buffers (typed arrays' backing stores live outside the heap). */
+const heapBytes = () => {
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+};
 const mib = (n) => `${(n / 1048576).toFixed(1)} MiB`;
 const clock = new ManualClock();
 let dir;
@@ -77,13 +85,19 @@ function sampler() {
   let on = true;
   let last = performance.now();
   let lastCpu = cpuMs();
+  let lastProc = processCpuMs();
+  let busiestProc = 0;
   let longest = { wall: 0, cpu: 0 };
   let busiest = 0;
   let peak = 0;
   const turn = () => {
     const t = performance.now();
     const c = cpuMs();
+    const pc = processCpuMs();
+    if (pc - lastProc > busiestProc) busiestProc = pc - lastProc;
     if (t - last > longest.wall) longest = { wall: t - last, cpu: c - lastCpu };
+    if (values.blocks !== undefined && t - last > Number(values.blocks)) console.log(`  block at ${last.toFixed(1)} ms (process time): ${(t - last).toFixed(1)} ms wall, main-thread CPU ${(c - lastCpu).toFixed(1)} ms, process CPU ${(pc - lastProc).toFixed(1)} ms`);
+    lastProc = pc;
     if (c - lastCpu > busiest) busiest = c - lastCpu;
     last = t;
     lastCpu = c;
@@ -91,14 +105,14 @@ function sampler() {
   };
   setImmediate(turn);
   const heap = setInterval(() => {
-    const used = process.memoryUsage().heapUsed;
+    const used = heapBytes();
     if (used > peak) peak = used;
   }, 2);
   return {
     stop() {
       on = false;
       clearInterval(heap);
-      return { longest, busiest, peak };
+      return { longest, busiest, busiestProc, peak };
     },
   };
 }
@@ -116,35 +130,75 @@ const hasSchedstat = (() => {
     return false;
   }
 })();
+/**
+ * The whole process's CPU time, in ms (getrusage: exact to the microsecond, where the main
+ * thread's schedstat of a running thread is only brought up to date at the kernel's tick, 4 ms
+ * here), V8's helper threads included: on the one core the bench is pinned to, their time is
+ * time the main thread did not run.
+ */
+function processCpuMs() {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
 function cpuMs() {
   if (hasSchedstat) return Number(readFileSync(SCHEDSTAT, 'utf8').split(' ')[0]) / 1e6;
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 }
 
+/** The collector's pauses meanwhile (perf_hooks 'gc' entries): count, longest, and each kind's longest and total. */
+const GC_KINDS = { [perf.NODE_PERFORMANCE_GC_MINOR]: 'scavenge', [perf.NODE_PERFORMANCE_GC_MAJOR]: 'mark-compact', [perf.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental', [perf.NODE_PERFORMANCE_GC_WEAKCB]: 'weak' };
+function gcWatcher() {
+  const pauses = [];
+  const obs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) pauses.push({ kind: GC_KINDS[e.detail?.kind ?? e.kind] ?? 'other', ms: e.duration });
+  });
+  obs.observe({ entryTypes: ['gc'] });
+  return {
+    async stop() {
+      await new Promise((r) => setImmediate(r)); // entries are delivered asynchronously
+      obs.disconnect();
+      const by = {};
+      for (const p of pauses) {
+        const k = (by[p.kind] ??= { n: 0, max: 0, total: 0 });
+        k.n++;
+        k.total += p.ms;
+        if (p.ms > k.max) k.max = p.ms;
+      }
+      return Object.entries(by).map(([kind, k]) => `${k.n} ${kind} (longest ${k.max.toFixed(1)} ms, total ${k.total.toFixed(0)} ms)`).join(', ') || 'none';
+    },
+  };
+}
+
 async function measure(label, fn) {
   gc();
-  const before = process.memoryUsage().heapUsed;
+  const before = heapBytes();
   const h = monitorEventLoopDelay({ resolution: 1 });
   h.enable();
-  await new Promise((r) => setTimeout(r, 10));
+  // Half a second for the forced collection's sweeping to finish first: on the one core the
+  // bench is pinned to, the first allocations after it wait for the sweeper threads (the
+  // save's first step measured 30 ms of wall time after a 10 ms pause, 2 to 6 ms after this).
+  await new Promise((r) => setTimeout(r, 500));
   const s = sampler();
+  const g = gcWatcher();
   const started = performance.now();
   const result = await fn();
   const took = performance.now() - started;
   // One more turn, so that a block at the very end is seen by the histogram's timer too.
   await new Promise((r) => setTimeout(r, 10));
-  const { longest, busiest, peak } = s.stop();
+  const { longest, busiest, busiestProc, peak } = s.stop();
   h.disable();
+  const pauses = await g.stop();
   if (result instanceof Error) throw result;
-  const end = Math.max(peak, process.memoryUsage().heapUsed) - before;
+  const end = Math.max(peak, heapBytes()) - before;
   gc();
-  const kept = process.memoryUsage().heapUsed - before;
-  console.log(`${values.label}${label}: ${took.toFixed(0)} ms; longest block ${longest.wall.toFixed(1)} ms wall (main-thread CPU in it ${longest.cpu.toFixed(1)} ms; most main-thread CPU in one block ${busiest.toFixed(1)} ms; loop-delay histogram: max ${(h.max / 1e6).toFixed(1)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(1)} ms); heap peak +${mib(end)}, kept +${mib(kept)} after gc`);
+  const kept = heapBytes() - before;
+  console.log(`${values.label}${label}: ${took.toFixed(0)} ms; longest block ${longest.wall.toFixed(1)} ms wall (main-thread CPU in it ${longest.cpu.toFixed(1)} ms; most main-thread CPU in one block ${busiest.toFixed(1)} ms, most process CPU ${busiestProc.toFixed(1)} ms; loop-delay histogram: max ${(h.max / 1e6).toFixed(1)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(1)} ms); heap peak +${mib(end)}, kept +${mib(kept)} after gc; collector pauses: ${pauses}`);
 }
 
 gc();
-const heap = process.memoryUsage().heapUsed;
+const heap = heapBytes();
 console.log(`${values.label}${values.store} store: ${count} pets (${idemCount} with an idempotency key), heap ${mib(heap)}; limiters: ${limiters[0].size} keys, ${limiters[1].size} addresses`);
 await measure('save', () => snapshots.save('one'));
 console.log(`${values.label}snapshot estimate: ${mib(snapshots.bytes)}`);
