@@ -2,7 +2,7 @@
 // clients that keep sending after a 429 (docs/rate-limits.md), in slots of typed arrays
 // indexed by a Map, bounded by least-recent use. Its state can be saved and restored (persist(): state.ts), so that day
 // buckets and bans of keys survive a restart.
-import type { Clock, Limits } from '../core/index.js';
+import { STEP_MS, STEP_RUN, step, yieldToLoop, type Clock, type Limits } from '../core/index.js';
 import { DAY_MS, MINUTE_MS, checkConfiguration, checkLimits, msUntilToken } from './buckets.js';
 import type { BanPolicy, LimitOutcome, LimitResult, Limiter } from './contract.js';
 import { PolicyCache, limitResult } from './headers.js';
@@ -17,10 +17,6 @@ import type { LimiterPersistence, LimiterPersistenceOptions, LimiterSnapshot, Li
  * run before V8 has compiled the loop, several times slower.
  */
 export const SNAPSHOT_CHUNK = 4096;
-/** How long one step of an export or import runs at most before it gives the event loop a turn (ms). */
-export const STEP_MS = 0.5;
-/** Entries between two looks at the time within a step. */
-const RUN = 128;
 
 /**
  * Where one id's state lives: a slot of the table's typed arrays, NUMBERS numbers in `num`
@@ -165,26 +161,6 @@ function prepend(run: Copies, list: Copies | undefined): Copies {
   if (list === undefined) return run;
   run.last.next = list.head;
   return { head: run.head, last: list.last };
-}
-
-/** Gives the event loop one turn (timers, I/O) before going on. */
-function yieldToLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
-/**
- * Calls `work(from, to)` over [start, end) in runs of RUN items until `end`, or until the
- * step has run STEP_MS; returns where it stopped.
- */
-function step(start: number, end: number, work: (from: number, to: number) => void): number {
-  const until = performance.now() + STEP_MS;
-  let i = start;
-  do {
-    const to = Math.min(end, i + RUN);
-    work(i, to);
-    i = to;
-  } while (i < end && performance.now() < until);
-  return i;
 }
 
 /** The SNAPSHOT_FIELDS numbers of the slot at `o` (slot * NUMBERS) of `num` at `mono`, written into `n` from `at`. */
@@ -522,7 +498,7 @@ export class MemoryLimiter implements Limiter {
         if (t.link[l + L_COPIED] !== x.id) writeLive(x, slot);
         t.link[l + L_PASSED] = x.id;
         x.cursor = t.link[l + L_NEXT] as number;
-        if (++n % RUN === 0 && (n === SNAPSHOT_CHUNK || performance.now() >= until)) {
+        if (++n % STEP_RUN === 0 && (n === SNAPSHOT_CHUNK || performance.now() >= until)) {
           await yieldToLoop();
           n = 0;
           until = performance.now() + STEP_MS;

@@ -2,7 +2,7 @@
 // moment (PetIndex.state(), KeyTable.walk()), its keys copied in steps of about half a
 // millisecond that give the event loop back in between, so that a snapshot of a million pets
 // never holds requests up for long.
-import type { Pet, PetStatus } from '../core/index.js';
+import { STEP_MS, STEP_RUN, step, yieldToLoop, type Pet, type PetStatus } from '../core/index.js';
 import type { StoreSnapshot } from './contract.js';
 import { KeyRows, type KeyTable } from './idempotency.js';
 import type { IndexState } from './pet-index.js';
@@ -14,30 +14,6 @@ import type { IndexState } from './pet-index.js';
  * times slower.
  */
 export const COPY_CHUNK = 4096;
-/** How long one step of a copy runs at most before it gives the event loop a turn (ms). */
-export const STEP_MS = 0.5;
-/** Items between two looks at the time within a step. */
-const RUN = 128;
-
-/** Gives the event loop one turn (timers, I/O) before going on. */
-export function yieldToLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
-/**
- * Calls `work(from, to)` over [start, end) in runs of RUN items until `end`, or until the
- * step has run STEP_MS; returns where it stopped.
- */
-function step(start: number, end: number, work: (from: number, to: number) => void): number {
-  const until = performance.now() + STEP_MS;
-  let i = start;
-  do {
-    const to = Math.min(end, i + RUN);
-    work(i, to);
-    i = to;
-  } while (i < end && performance.now() < until);
-  return i;
-}
 
 /** `work` over [0, count) in steps (see step()), a turn of the event loop before each. */
 async function inSteps(count: number, most: number, work: (from: number, to: number) => void): Promise<void> {
@@ -94,7 +70,7 @@ export async function copyState(state: IndexState, table: KeyTable, now: number)
   let n = 0;
   let until = performance.now() + STEP_MS;
   for (const [slot, row] of entries) {
-    if (++n % RUN === 0 && (n === COPY_CHUNK || performance.now() >= until)) {
+    if (++n % STEP_RUN === 0 && (n === COPY_CHUNK || performance.now() >= until)) {
       await yieldToLoop();
       n = 0;
       until = performance.now() + STEP_MS;

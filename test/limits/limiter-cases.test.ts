@@ -193,32 +193,6 @@ describe('one table of cases, both limiters', () => {
   }
 });
 
-describe('the Redis limiter gives the memory limiter\'s answers', { skip }, () => {
-  let redis: RedisServer;
-  const opened: RedisLimiter[] = [];
-  before(async () => {
-    redis = await startRedis();
-  });
-  after(async () => {
-    for (const l of opened) await l.close();
-    await redis.close();
-  });
-
-  for (const [n, c] of CASES.entries()) {
-    it(`redis: ${c.name}`, async () => {
-      const expected = await run(c, memoryTaker(c));
-      let now = START;
-      const limiter = await openRedisLimiter(redis.url, {
-        prefix: `case${n}:`, clock: new ManualClock(START), ban: c.ban, logger: silentLogger, testTime: () => now,
-      });
-      opened.push(limiter);
-      const got = await run(c, { at: (ms) => { now = START + ms; }, take: (id, limits) => limiter.take(id, limits) });
-      assert.deepEqual(got, expected);
-      assert.equal(limiter.shared, true, 'every answer came from Redis');
-    });
-  }
-});
-
 /** run(), with each step's takes made in one turn: the Redis limiter charges them in one script run. */
 async function runTogether(c: Case, limiter: Taker): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = [];
@@ -231,30 +205,36 @@ async function runTogether(c: Case, limiter: Taker): Promise<Record<string, unkn
   return out;
 }
 
-describe('the Redis limiter gives the memory limiter\'s answers to requests charged together', { skip }, () => {
-  let redis: RedisServer;
-  const opened: RedisLimiter[] = [];
-  before(async () => {
-    redis = await startRedis();
-  });
-  after(async () => {
-    for (const l of opened) await l.close();
-    await redis.close();
-  });
-
-  // One script run answers a whole step in runs of answers (equal ones, or one token less
-  // each): every request must still get exactly what it would get alone.
-  for (const [n, c] of CASES.entries()) {
-    it(`redis, each step in one run: ${c.name}`, async () => {
-      const expected = await run(c, memoryTaker(c));
-      let now = START;
-      const limiter = await openRedisLimiter(redis.url, {
-        prefix: `together${n}:`, clock: new ManualClock(START), ban: c.ban, logger: silentLogger, testTime: () => now,
-      });
-      opened.push(limiter);
-      const got = await runTogether(c, { at: (ms) => { now = START + ms; }, take: (id, limits) => limiter.take(id, limits) });
-      assert.deepEqual(got, expected);
-      assert.equal(limiter.shared, true, 'every answer came from Redis');
+// Each step's takes one after another, and then in one turn: one script run answers a whole
+// step in runs of answers (equal ones, or one token less each), and every request must still
+// get exactly what it would get alone.
+for (const [mode, runner, prefix] of [
+  ['one at a time', run, 'case'],
+  ['each step in one run', runTogether, 'together'],
+] as const) {
+  describe(`the Redis limiter gives the memory limiter's answers, ${mode}`, { skip }, () => {
+    let redis: RedisServer;
+    const opened: RedisLimiter[] = [];
+    before(async () => {
+      redis = await startRedis();
     });
-  }
-});
+    after(async () => {
+      for (const l of opened) await l.close();
+      await redis.close();
+    });
+
+    for (const [n, c] of CASES.entries()) {
+      it(`redis, ${mode}: ${c.name}`, async () => {
+        const expected = await run(c, memoryTaker(c));
+        let now = START;
+        const limiter = await openRedisLimiter(redis.url, {
+          prefix: `${prefix}${n}:`, clock: new ManualClock(START), ban: c.ban, logger: silentLogger, testTime: () => now,
+        });
+        opened.push(limiter);
+        const got = await runner(c, { at: (ms) => { now = START + ms; }, take: (id, limits) => limiter.take(id, limits) });
+        assert.deepEqual(got, expected);
+        assert.equal(limiter.shared, true, 'every answer came from Redis');
+      });
+    }
+  });
+}

@@ -1,0 +1,29 @@
+// Long work in steps (snapshots of the limiters and the store): each step runs until its item
+// count or STEP_MS, whichever comes first, then gives the event loop a turn, so that a copy of
+// a million entries never holds requests up for long. The time bound matters for the first
+// steps, which run before V8 has compiled the loop and are several times slower.
+
+/** How long one step runs at most before it gives the event loop a turn (ms). */
+export const STEP_MS = 0.5;
+/** Items between two looks at the time within a step. */
+export const STEP_RUN = 128;
+
+/** Gives the event loop one turn (timers, I/O) before going on. */
+export function yieldToLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Calls `work(from, to)` over [start, end) in runs of STEP_RUN items until `end`, or until
+ * the step has run STEP_MS; returns where it stopped.
+ */
+export function step(start: number, end: number, work: (from: number, to: number) => void): number {
+  const until = performance.now() + STEP_MS;
+  let i = start;
+  do {
+    const to = Math.min(end, i + STEP_RUN);
+    work(i, to);
+    i = to;
+  } while (i < end && performance.now() < until);
+  return i;
+}
