@@ -110,11 +110,6 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-/** A name for one arming of a fault: random, so that no two armings share their claims. */
-function newArmId(): string {
-  return randomUUID();
-}
-
 /** The faults of one service instance, by operation (a new one replaces the one before). */
 export class Faults {
   readonly #byOperation = new Map<string, Fault>();
@@ -129,16 +124,17 @@ export class Faults {
 
   /**
    * Arms a fault (replacing the one of its operation); returns it as armed, seed chosen.
-   * `armId`: the name of this arming, given when another worker armed it (default: new).
+   * `armId`: the name of this arming, given when another worker armed it (default: a new
+   * random one, so that no two armings share their claims).
    */
-  set(spec: FaultSpec, armId = newArmId()): FaultSpec {
+  set(spec: FaultSpec, armId: string = randomUUID()): FaultSpec {
     const seed = spec.seed ?? Math.floor(Math.random() * (MAX_SEED + 1));
     const armed: FaultSpec = { ...spec, seed };
     this.#arm(armed, spec.count, 0, 0, armId);
     return armed;
   }
 
-  /** The arm id of the fault of `operation` now armed, if any (sent to the other workers). */
+  /** The arm id of the fault of `operation` now armed, if any (which arming a worker holds). */
   armIdOf(operation: string): string | undefined {
     return this.#byOperation.get(operation)?.armId;
   }
@@ -323,7 +319,7 @@ export class Faults {
   /** Puts back faults saved by save(), replacing every armed one. */
   load(saved: readonly SavedFault[]): void {
     this.clear();
-    for (const s of saved) this.#arm(s.spec, s.remaining, s.fired, s.draws, newArmId());
+    for (const s of saved) this.#arm(s.spec, s.remaining, s.fired, s.draws, randomUUID());
   }
 }
 

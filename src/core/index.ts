@@ -23,4 +23,4 @@ export type { JsonFile } from './json-file.js';
 export { clip, printable } from './text.js';
 export { FileTooLargeError, NotRegularFileError, openRegularFileSync, readRegularFile, readRegularFileSync, sizeText } from './regular-file.js';
 export { fsyncDir, fsyncDirSync, writeNewFileSynced } from './durable.js';
-export { STEP_MS, STEP_RUN, step, yieldToLoop } from './steps.js';
+export { STEP_MS, STEP_RUN, Steps, step, yieldToLoop } from './steps.js';

@@ -27,3 +27,24 @@ export function step(start: number, end: number, work: (from: number, to: number
   } while (i < end && performance.now() < until);
   return i;
 }
+
+/**
+ * The steps of a loop that is not cut by index (an iterator, a linked list): counts its items,
+ * and once a step has run `most` of them or STEP_MS, gives the event loop a turn.
+ */
+export class Steps {
+  #n = 0;
+  #until = performance.now() + STEP_MS;
+
+  constructor(readonly most: number) {}
+
+  /** Counts one item: a promise of the event loop's turn when this step is over, else undefined. */
+  next(): Promise<void> | undefined {
+    const n = ++this.#n;
+    if (n % STEP_RUN !== 0 || (n !== this.most && performance.now() < this.#until)) return undefined;
+    return yieldToLoop().then(() => {
+      this.#n = 0;
+      this.#until = performance.now() + STEP_MS;
+    });
+  }
+}

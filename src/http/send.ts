@@ -71,12 +71,13 @@ function headerList(x: Exchange, contentType: string, length: number | undefined
 
 /** Counts and logs an answer, with one more clock reading for its duration. */
 function done(app: Instance, x: Exchange, status: number): void {
-  if (x.journal) record(app, x, status);
-  if (x.quiet) return;
   const metrics = app.metrics;
-  if (metrics === undefined && !app.accessLog) return;
-  // One clock reading for both: the figures and the log line give the same time.
+  const timed = !x.quiet && (metrics !== undefined || app.accessLog);
+  if (!timed && !x.journal) return;
+  // One clock reading for all: the journal, the figures and the log line give the same time.
   const elapsed = app.deps.clock.monotonic() - x.started;
+  if (x.journal) record(app, x, status, elapsed);
+  if (!timed) return;
   if (metrics !== undefined) metrics.request(x.operation, status, elapsed);
   if (!app.accessLog) return;
   logRequest(app, x, status, elapsed);
@@ -270,11 +271,11 @@ export function breakConnection(app: Instance, x: Exchange, end: 'reset' | 'empt
   const socket = x.req.socket;
   if (end === 'reset') socket.resetAndDestroy();
   else socket.destroy();
-  if (x.journal) record(app, x, 0);
+  if (x.journal) record(app, x, 0, app.deps.clock.monotonic() - x.started);
 }
 
 /** The journal entry of an answered /v1 request (only when the journal phase marked it). */
-function record(app: Instance, x: Exchange, status: number): void {
+function record(app: Instance, x: Exchange, status: number, elapsed: number): void {
   const journal = app.deps.journal;
   if (journal === undefined) return;
   const clock = app.deps.clock;
@@ -293,7 +294,7 @@ function record(app: Instance, x: Exchange, status: number): void {
     rawQuery: x.rawQuery,
     key: x.keyName ?? null,
     status,
-    durationMs: Math.round((clock.monotonic() - x.started) * 100) / 100,
+    durationMs: Math.round(elapsed * 100) / 100,
     idempotencyKey: x.idempotencyKey ?? (typeof key === 'string' ? key : null),
     bodyJson,
   });

@@ -2,7 +2,7 @@
 // clients that keep sending after a 429 (docs/rate-limits.md), in slots of typed arrays
 // indexed by a Map, bounded by least-recent use. Its state can be saved and restored (persist(): state.ts), so that day
 // buckets and bans of keys survive a restart.
-import { STEP_MS, STEP_RUN, step, yieldToLoop, type Clock, type Limits } from '../core/index.js';
+import { Steps, step, yieldToLoop, type Clock, type Limits } from '../core/index.js';
 import { DAY_MS, MINUTE_MS, checkConfiguration, checkLimits, msUntilToken } from './buckets.js';
 import type { BanPolicy, LimitOutcome, LimitResult, Limiter } from './contract.js';
 import { PolicyCache, limitResult } from './headers.js';
@@ -482,8 +482,7 @@ export class MemoryLimiter implements Limiter {
     };
     this.#export = x;
     try {
-      let n = 0;
-      let until = performance.now() + STEP_MS;
+      const steps = new Steps(SNAPSHOT_CHUNK);
       for (;;) {
         const slot = x.cursor;
         // The list's old part ends where the entries added or moved since begin.
@@ -498,11 +497,8 @@ export class MemoryLimiter implements Limiter {
         if (t.link[l + L_COPIED] !== x.id) writeLive(x, slot);
         t.link[l + L_PASSED] = x.id;
         x.cursor = t.link[l + L_NEXT] as number;
-        if (++n % STEP_RUN === 0 && (n === SNAPSHOT_CHUNK || performance.now() >= until)) {
-          await yieldToLoop();
-          n = 0;
-          until = performance.now() + STEP_MS;
-        }
+        const pause = steps.next();
+        if (pause !== undefined) await pause;
       }
       writeCopies(x, x.tail);
       if (x.written !== count) throw new Error(`limiter snapshot: ${x.written} entries written, ${count} expected`);
@@ -561,11 +557,6 @@ export class MemoryLimiter implements Limiter {
       this.#shift = this.#clock.monotonic() - mono;
       this.#t = t;
     };
-  }
-
-  /** Replaces the state by one exportSnapshot() gave, at once: each id exactly as it was then, LRU order kept. */
-  async importSnapshot(snapshot: LimiterSnapshot): Promise<void> {
-    (await this.prepareImport(snapshot))();
   }
 
   /** `slot` is about to change: if the export under way has not written it, keeps its state as it was. */

@@ -113,8 +113,8 @@ export class SharedFaults extends Faults {
     // The seed and the arm id are drawn here, once, and sent: every worker then runs the same
     // sequence, and counts its claims under the same name.
     this.#changes++;
-    const armed = super.set(spec, armId);
-    const id = this.armIdOf(armed.operation) as string;
+    const id = armId ?? randomUUID();
+    const armed = super.set(spec, id);
     const stamp: Stamp = [++this.#clock, id];
     this.#stamps.set(armed.operation, stamp);
     this.#shared = this.#peers.ask('faults', { set: armed, armId: id, stamp } satisfies Change);

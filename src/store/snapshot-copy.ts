@@ -2,7 +2,7 @@
 // moment (PetIndex.state(), KeyTable.walk()), its keys copied in steps of about half a
 // millisecond that give the event loop back in between, so that a snapshot of a million pets
 // never holds requests up for long.
-import { STEP_MS, STEP_RUN, step, yieldToLoop, type Pet, type PetStatus } from '../core/index.js';
+import { Steps, step, yieldToLoop, type Pet, type PetStatus } from '../core/index.js';
 import type { StoreSnapshot } from './contract.js';
 import { KeyRows, type KeyTable } from './idempotency.js';
 import type { IndexState } from './pet-index.js';
@@ -67,14 +67,10 @@ export async function copyState(state: IndexState, table: KeyTable, now: number)
   const ages = new Float64Array(most);
   let count = 0;
   let keyChars = 0;
-  let n = 0;
-  let until = performance.now() + STEP_MS;
+  const steps = new Steps(COPY_CHUNK);
   for (const [slot, row] of entries) {
-    if (++n % STEP_RUN === 0 && (n === COPY_CHUNK || performance.now() >= until)) {
-      await yieldToLoop();
-      n = 0;
-      until = performance.now() + STEP_MS;
-    }
+    const pause = steps.next();
+    if (pause !== undefined) await pause;
     const id = rows.ids[row] as number;
     const at = rows.ats[row] as number;
     if (id >= state.nextId || at + retention <= now || count === most) continue;
