@@ -191,6 +191,24 @@ test('expired keys: ignored on lookup, swept 1000 at a time oldest first, after 
   assert.equal(await pg.psql('SELECT count(*) FROM petstore_pets'), '100\n', 'pets are never swept');
 });
 
+test('creates without keys count one row per batch (its token) towards the next sweep, not one per create', { skip }, async (t) => {
+  const pg = await startPostgres({ t });
+  const store = await openPostgresStore(pg.url, { logger: silentLogger, clock: new ManualClock(), idempotencyRetentionMs: HOUR });
+  t.after(() => store.close());
+  const start = store.keyStats.sweeps;
+  // 300 concurrent creates go in a few batches: a few token rows, no sweep.
+  await Promise.all(Array.from({ length: 300 }, (_, i) => store.create({ name: `p${i}`, categoryId: i })));
+  const batches = store.batchStats.batches;
+  assert.ok(batches < 20, `${batches} batches`);
+  assert.equal(store.keyStats.sweeps, start, 'no sweep for 300 creates in a few batches');
+  assert.equal(Number(await pg.psql("SELECT count(*) FROM petstore_idempotency_keys WHERE scope = ''")), batches, 'one token per batch');
+  // One create at a time: a batch each, so the 100th batch sweeps.
+  for (let i = store.batchStats.batches; i < 99; i++) await store.create(TOM);
+  assert.equal(store.keyStats.sweeps, start, 'no sweep before the 100th batch');
+  await store.create(TOM);
+  assert.equal(store.keyStats.sweeps, start + 1, 'a sweep after the 100th batch');
+});
+
 test('PostgreSQL stopped: a keyed create is refused as unreachable and leaves its key free; once back, it creates', { skip }, async (t) => {
   const pg = await startPostgres({ t });
   const store = await openPostgresStore(`${pg.url}?query_timeout=2000&connect_timeout=2`, { logger: silentLogger, clock: new ManualClock() });

@@ -100,6 +100,28 @@ const BATCH = `WITH ordered AS MATERIALIZED (
   UNION ALL
   SELECT ord, pet_id, fingerprint FROM found`;
 
+/**
+ * The same statement for a batch in which no create has an Idempotency-Key (the common case):
+ * no key to look up or claim, so every create makes a pet. $1: the creates as JSON text
+ * (ord from 1, name, category_id, status; status left out when absent), $2 now, $3 the batch
+ * token. Data-modifying CTEs run to completion whether read or not, so `pet` inserts every
+ * row of `fresh`, or the statement fails and commits nothing. Answer: (ord, its id) per create.
+ */
+const PLAIN_BATCH = `WITH ordered AS MATERIALIZED (
+    SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(${ORDER_LOCK})) AS l
+  ), fresh AS MATERIALIZED (
+    SELECT i.ord, i.name, i.category_id, i.status, nextval('${ID_SEQUENCE}') AS id
+      FROM (SELECT * FROM json_to_recordset($1::text::json) AS u(ord bigint, name text, category_id bigint, status text) ORDER BY ord) AS i
+      CROSS JOIN ordered
+  ), pet AS (
+    INSERT INTO ${PETS_TABLE} (id, name, category_id, status) OVERRIDING SYSTEM VALUE
+    SELECT id, name, category_id, status FROM fresh
+  ), token AS (
+    INSERT INTO ${KEYS_TABLE} (scope, key, fingerprint, created_at_ms, pet_id)
+    SELECT '${TOKEN_SCOPE}', $3::text, string_agg(ord || ':' || id, ',' ORDER BY ord), $2::bigint, min(id) FROM fresh
+  )
+  SELECT ord, id AS pet_id FROM fresh`;
+
 /** After a lost answer, under the lock: void the token if absent, then read it. */
 const VOID_TOKEN = `INSERT INTO ${KEYS_TABLE} (scope, key, fingerprint, created_at_ms, pet_id)
   VALUES ('${TOKEN_SCOPE}', $1, '${VOID}', $2, 0) ON CONFLICT (scope, key) DO NOTHING`;
@@ -145,6 +167,11 @@ export class GroupCommit {
   /** With one batch in flight: creates to wait for before the next batch goes (0: none). */
   #fillTo = 0;
   #gatherTimer: NodeJS.Timeout | undefined = undefined;
+  /** Batch tokens: this process's random prefix, and how many it has given. */
+  readonly #tokenPrefix = `batch:${randomBytes(12).toString('hex')}:`;
+  #tokens = 0;
+  /** Called for each batch without keys committed (keyed-create.ts counts it towards the next sweep). */
+  #onPlainBatch: (() => void) | undefined;
   /** Statements sent, creates in them; lost answers found out, and left unknown; most batches in flight at once. */
   readonly stats = { batches: 0, creates: 0, resolved: 0, unknown: 0, peakInFlight: 0 };
 
@@ -153,6 +180,11 @@ export class GroupCommit {
     this.#opts = opts;
     this.#maxInFlight = Math.max(1, opts.batchesInFlight ?? DEFAULT_BATCHES_IN_FLIGHT);
     this.#gatherMs = opts.gatherMs ?? GATHER_MS;
+  }
+
+  /** `hook` runs once for every batch without keys committed: its token is the one row it adds to the key table. */
+  onPlainBatch(hook: () => void): void {
+    this.#onPlainBatch = hook;
   }
 
   submit(input: NewPet, idem?: IdempotencyKey): Promise<BatchResult> {
@@ -196,27 +228,33 @@ export class GroupCommit {
 
   async #send(batch: Pending[]): Promise<void> {
     const now = this.#opts.clock.now();
-    const token = `batch:${randomBytes(16).toString('hex')}`;
+    // Unique across processes and restarts: a random prefix per process, then a counter.
+    const token = `${this.#tokenPrefix}${(++this.#tokens).toString(36)}`;
     this.stats.batches++;
     this.stats.creates += batch.length;
+    const plain = batch.every((p) => p.idem === undefined);
     let rows: SqlRow[];
     try {
-      const input = batch.map((p, i) => ({
-        ord: i + 1, name: p.input.name, category_id: p.input.categoryId, status: p.input.status ?? null,
-        scope: p.idem?.scope ?? null, key: p.idem?.key ?? null, fingerprint: p.idem?.fingerprint ?? null,
-      }));
-      rows = await this.#pool.query(BATCH, [
-        JSON.stringify(input),
-        now,
-        now - this.#opts.retentionMs,
-        token,
-      ]);
+      rows = plain
+        ? await this.#pool.query(PLAIN_BATCH, [plainJson(batch), now, token])
+        : await this.#pool.query(BATCH, [keyedJson(batch), now, now - this.#opts.retentionMs, token]);
     } catch (err) {
       if (!(err instanceof StoreUnreachableError) || neverSent(err)) {
         for (const p of batch) p.reject(err);
         return;
       }
       await this.#findOut(batch, token, now, err);
+      return;
+    }
+    if (plain) {
+      // One row per create, every one made (or the statement failed as a whole).
+      const ids: number[] = [];
+      for (const row of rows) ids[Number(row.ord) - 1] = Number(row.pet_id);
+      batch.forEach((p, i) => {
+        const id = ids[i];
+        p.resolve(id === undefined ? { kind: 'none' } : { kind: 'made', id });
+      });
+      this.#onPlainBatch?.();
       return;
     }
     const byOrd = new Map<number, SqlRow>();
@@ -275,6 +313,24 @@ export class GroupCommit {
     for (const p of again) this.#waiting.push(p);
     this.#schedule();
   }
+}
+
+/** The creates of a batch without keys as JSON text for PLAIN_BATCH (built as text: no object per create). */
+function plainJson(batch: readonly Pending[]): string {
+  let out = '[';
+  for (let i = 0; i < batch.length; i++) {
+    const { name, categoryId, status } = (batch[i] as Pending).input;
+    out += `${i === 0 ? '' : ','}{"ord":${i + 1},"name":${JSON.stringify(name)},"category_id":${JSON.stringify(categoryId)}${status === undefined ? '' : `,"status":${JSON.stringify(status)}`}}`;
+  }
+  return `${out}]`;
+}
+
+/** The creates of a batch with keys as JSON text for BATCH. */
+function keyedJson(batch: readonly Pending[]): string {
+  return JSON.stringify(batch.map((p, i) => ({
+    ord: i + 1, name: p.input.name, category_id: p.input.categoryId, status: p.input.status ?? null,
+    scope: p.idem?.scope ?? null, key: p.idem?.key ?? null, fingerprint: p.idem?.fingerprint ?? null,
+  })));
 }
 
 /** A failure before the statement could have reached the server: nothing was sent. */

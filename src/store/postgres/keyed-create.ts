@@ -32,7 +32,7 @@ const SWEEP = `DELETE FROM ${KEYS_TABLE} WHERE (scope, key) IN (
     SELECT scope, key FROM ${KEYS_TABLE} WHERE created_at_ms <= $1 ORDER BY created_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED
   ) RETURNING 1`;
 
-/** A sweep after this many keys created by this process, and one when the store opens. */
+/** A sweep after this many rows written to the key table by this process (see created()), and one when the store opens. */
 export const SWEEP_EVERY = 100;
 /** Keys deleted by one sweep at most: ten times SWEEP_EVERY, so expired keys never pile up. */
 export const SWEEP_BATCH = 1000;
@@ -57,6 +57,8 @@ export class KeyedCreates {
   /** Keys of this process's creates still in their statement: a repeat meanwhile is 409. */
   readonly #pending = new Set<string>();
   #sinceSweep = 0;
+  /** Sweeps started (a call while one runs joins it). */
+  readonly stats = { sweeps: 0 };
   #sweeping: Promise<number> | undefined;
 
   constructor(pool: Pool, batch: GroupCommit, opts: KeyedCreateOptions) {
@@ -65,6 +67,8 @@ export class KeyedCreates {
     this.#clock = opts.clock;
     this.#retentionMs = opts.retentionMs;
     this.#logger = opts.logger;
+    // A batch without keys adds one row to the key table, its token: it counts as one.
+    batch.onPlainBatch(() => this.created());
   }
 
   async create(input: NewPet, idem: IdempotencyKey): Promise<CreateOutcome> {
@@ -96,6 +100,7 @@ export class KeyedCreates {
 
   /** Deletes up to SWEEP_BATCH expired keys; resolves with how many. One at a time. */
   sweep(): Promise<number> {
+    if (this.#sweeping === undefined) this.stats.sweeps++;
     this.#sweeping ??= this.#pool.query(SWEEP, [this.#clock.now() - this.#retentionMs, SWEEP_BATCH])
       .then((rows) => rows.length, (err: unknown) => {
         // Nothing waits on a sweep (the creates were answered): the next one retries.
@@ -106,7 +111,12 @@ export class KeyedCreates {
     return this.#sweeping;
   }
 
-  /** Counts creates (keyed or not: each batch leaves a token row) towards the next sweep. */
+  /**
+   * Counts rows written to the key table towards the next sweep: each keyed create (its key;
+   * its batch's token rides along), and each batch without keys (its token, one row however
+   * many creates it carried). So a sweep comes after every SWEEP_EVERY keyed creates, and
+   * under a load without keys after every SWEEP_EVERY batches, not every SWEEP_EVERY creates.
+   */
   created(): void {
     if (++this.#sinceSweep < SWEEP_EVERY) return;
     this.#sinceSweep = 0;

@@ -63,6 +63,11 @@ export class PostgresStore implements PetStore {
     return this.#batch.stats;
   }
 
+  /** Sweeps of expired keys started (keyed-create.ts). */
+  get keyStats(): Readonly<KeyedCreates['stats']> {
+    return this.#keyed.stats;
+  }
+
   get(id: number): StoredPet | undefined | Promise<StoredPet | undefined> {
     // Not an id this store can hold (0, negatives, beyond 2^53): unknown, without asking.
     if (!Number.isSafeInteger(id) || id < 1) return undefined;
@@ -81,7 +86,6 @@ export class PostgresStore implements PetStore {
   async create(input: NewPet): Promise<StoredPet> {
     const made = await this.#batch.submit(input);
     if (made.kind !== 'made') throw new Error(`a create without a key was not made (${made.kind})`);
-    this.#keyed.created();
     const pet = makePet(made.id, input.name, input.categoryId, input.status);
     return { pet, json: petJson(pet) };
   }
