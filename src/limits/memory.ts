@@ -54,6 +54,7 @@ const L_COPIED = 3;
 const L_MOVED = 4;
 const LINKS = 5;
 const NONE = -1;
+const EMPTY_NUMBERS = new Float64Array(0);
 /** Slots a new table has room for before it grows. */
 const INITIAL_SLOTS = 64;
 
@@ -133,8 +134,9 @@ interface ExportSession {
   /** Slots with a higher `born` were added since it began: not part of it. */
   readonly added: number;
   readonly mono: number;
-  readonly ids: string[];
-  readonly numbers: Float64Array;
+  /** Allocated after the export's first turn of the event loop (see exportSnapshot). */
+  ids: string[];
+  numbers: Float64Array;
   /** Entries written so far. */
   written: number;
   /** The next slot to write, in the list as it was when the export began (NONE at its end). */
@@ -474,14 +476,22 @@ export class MemoryLimiter implements Limiter {
       t,
       added: this.#added,
       mono: this.#clock.monotonic() - this.#shift,
-      ids: new Array<string>(count),
-      numbers: new Float64Array(count * SNAPSHOT_FIELDS),
+      ids: [],
+      numbers: EMPTY_NUMBERS,
       written: 0,
       cursor: t.oldest,
       tail: undefined,
     };
     this.#export = x;
     try {
+      // Nothing more at the call: the save takes every part in one step, whose block is the
+      // sum of what each part does at its call. The output (a megabyte or more at a hundred
+      // thousand ids) is allocated in a step of its own; until then, what requests change is
+      // kept aside by copy on write as at any other point of the export.
+      await yieldToLoop();
+      x.ids = new Array<string>(count);
+      x.numbers = new Float64Array(count * SNAPSHOT_FIELDS);
+      await yieldToLoop();
       const steps = new Steps(SNAPSHOT_CHUNK);
       for (;;) {
         const slot = x.cursor;

@@ -62,11 +62,15 @@ export async function copyState(state: IndexState, table: KeyTable, now: number)
   const entries = rows.index.entries();
   const most = rows.size;
   const retention = table.retentionMs;
+  // Nothing more at the call (the save's one step is the sum of every part's call): the
+  // output is allocated in a step of its own.
+  await yieldToLoop();
   const slots = new Array<string>(most);
   const ids = new Float64Array(most);
   const ages = new Float64Array(most);
   let count = 0;
   let keyChars = 0;
+  await yieldToLoop();
   const steps = new Steps(COPY_CHUNK);
   for (const [slot, row] of entries) {
     const pause = steps.next();
