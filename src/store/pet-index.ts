@@ -189,15 +189,17 @@ export class PetIndex {
   }
 
   get(id: number): Pet | undefined {
-    const pets = this.#pets;
     // Ids are usually dense from 1, so try the direct slot before searching. (Past 2^32 or
     // below 1 the shift reads a wrong slot or none, and the id check sends it to the search.)
-    const guess = pets[(id - 1) >>> SEGMENT_BITS]?.[(id - 1) & SEGMENT_MASK];
-    if (guess !== undefined && guess.id === id) return guess;
-    const count = this.#count;
-    const position = this.#firstAfter(id - 1, count, (i) => i);
-    if (position >= count) return undefined;
-    const pet = itemAt(pets, position);
+    const i = id - 1;
+    const segment = this.#pets[i >>> SEGMENT_BITS];
+    if (segment !== undefined) {
+      const guess = segment[i & SEGMENT_MASK];
+      if (guess !== undefined && guess.id === id) return guess;
+    }
+    const position = this.#firstPetAfter(i);
+    if (position >= this.#count) return undefined;
+    const pet = itemAt(this.#pets, position);
     return pet.id === id ? pet : undefined;
   }
 
@@ -207,33 +209,72 @@ export class PetIndex {
     const out: Pet[] = [];
     const after = afterId ?? -Infinity;
     if (status === undefined) {
-      const count = this.#count;
-      for (let i = this.#firstAfter(after, count, (p) => p); i < count && out.length < limit; i++) {
-        out.push(itemAt(pets, i));
+      // Segment by segment: each one a plain array, read without the shift and mask.
+      const first = this.#firstPetAfter(after);
+      let k = first & SEGMENT_MASK;
+      for (let s = first >>> SEGMENT_BITS; s < pets.length && out.length < limit; s++, k = 0) {
+        const segment = pets[s] as Pet[];
+        const end = Math.min(segment.length, k + limit - out.length);
+        for (; k < end; k++) out.push(segment[k] as Pet);
       }
       return out;
     }
-    const { segments: positions, count } = this.#byStatus[status];
-    const start = this.#firstAfter(after, count, (k) => itemAt(positions, k));
-    for (let k = start; k < count && out.length < limit; k++) {
-      out.push(itemAt(pets, itemAt(positions, k)));
+    const positions = this.#byStatus[status].segments;
+    const first = this.#firstPositionAfter(positions, after);
+    let k = first & SEGMENT_MASK;
+    for (let s = first >>> SEGMENT_BITS; s < positions.length && out.length < limit; s++, k = 0) {
+      const segment = positions[s] as number[];
+      const end = Math.min(segment.length, k + limit - out.length);
+      for (; k < end; k++) out.push(itemAt(pets, segment[k] as number));
     }
     return out;
   }
 
   /**
-   * Binary search: the first k in [0, length) whose pet (at position(k)) has id > after, or
-   * length if there is none.
+   * The position of the first pet with id > after, or the count if there is none: a binary
+   * search over the segments' first pets, then one within a segment. (The index's own
+   * segments hold exactly what it appended: their lengths are the counts.)
    */
-  #firstAfter(after: number, length: number, position: (k: number) => number): number {
+  #firstPetAfter(after: number): number {
     const pets = this.#pets;
     let lo = 0;
-    let hi = length;
+    let hi = pets.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (itemAt(pets, position(mid)).id > after) hi = mid;
+      if (((pets[mid] as Pet[])[0] as Pet).id > after) hi = mid;
       else lo = mid + 1;
     }
-    return lo;
+    if (lo === 0) return 0;
+    const segment = pets[lo - 1] as Pet[];
+    let a = 0;
+    let b = segment.length;
+    while (a < b) {
+      const mid = (a + b) >>> 1;
+      if ((segment[mid] as Pet).id > after) b = mid;
+      else a = mid + 1;
+    }
+    return ((lo - 1) << SEGMENT_BITS) + a;
+  }
+
+  /** As #firstPetAfter, in a status list: the first k whose pet has id > after, or its count. */
+  #firstPositionAfter(positions: number[][], after: number): number {
+    const pets = this.#pets;
+    let lo = 0;
+    let hi = positions.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (itemAt(pets, (positions[mid] as number[])[0] as number).id > after) hi = mid;
+      else lo = mid + 1;
+    }
+    if (lo === 0) return 0;
+    const segment = positions[lo - 1] as number[];
+    let a = 0;
+    let b = segment.length;
+    while (a < b) {
+      const mid = (a + b) >>> 1;
+      if (itemAt(pets, segment[mid] as number).id > after) b = mid;
+      else a = mid + 1;
+    }
+    return ((lo - 1) << SEGMENT_BITS) + a;
   }
 }
