@@ -2,7 +2,7 @@
 // clients that keep sending after a 429 (docs/rate-limits.md), in slots of typed arrays
 // indexed by a Map, bounded by least-recent use. Its state can be saved and restored (persist(): state.ts), so that day
 // buckets and bans of keys survive a restart.
-import { Steps, step, yieldToLoop, type Clock, type Limits } from '../core/index.js';
+import { PartedMap, Steps, step, yieldToLoop, type Clock, type Limits } from '../core/index.js';
 import { DAY_MS, MINUTE_MS, checkConfiguration, checkLimits, msUntilToken } from './buckets.js';
 import type { BanPolicy, LimitOutcome, LimitResult, Limiter } from './contract.js';
 import { PolicyCache, limitResult } from './headers.js';
@@ -65,8 +65,8 @@ const INITIAL_SLOTS = 64;
  * `keys().next()` is O(holes) in V8 once many deletions accumulate at its front.
  */
 class Table {
-  /** id -> its slot. */
-  readonly index = new Map<string, number>();
+  /** id -> its slot, in parts: no large rehash in one step (a restore builds 100,000 entries). */
+  readonly index = new PartedMap<string, number>(false);
   /** Slot -> its id ('' when free). */
   readonly ids: string[] = [''];
   num: Float64Array;
@@ -103,7 +103,7 @@ class Table {
     this.link[l + L_PASSED] = 0;
     this.link[l + L_COPIED] = 0;
     this.link[l + L_MOVED] = 0;
-    this.index.set(id, slot);
+    this.index.add(id, slot);
     return slot;
   }
 
