@@ -9,7 +9,7 @@
 import type { Pet, PetStatus } from '../core/index.js';
 
 /**
- * The index's lists (every pet, and each status's positions) are kept in segments of
+ * The index's lists (every pet, and the pets of each status) are kept in segments of
  * SEGMENT_SIZE items: item i is segments[i >>> SEGMENT_BITS][i & SEGMENT_MASK]. Every
  * segment but the last is full, and a full segment never changes again (pets are immutable
  * and the lists only grow), so a snapshot and a restore share full segments by reference and
@@ -53,22 +53,26 @@ export interface IndexView {
   readonly nextId: number;
 }
 
-/** Per status, the positions (in the pets' list) of the pets with that status, ascending. */
+/**
+ * Per status, the pets with that status, ascending id: the same objects as in the list of
+ * all pets (a pointer each, as a position would take), so that a page of one status reads
+ * its pets without going through that list.
+ */
 interface StatusList {
-  segments: number[][];
+  segments: Pet[][];
   count: number;
 }
 type StatusLists = Record<PetStatus, StatusList>;
 
 /** A status list's segments and its length then. */
 export interface StatusState {
-  readonly positions: Segments<number>;
+  readonly pets: Segments<Readonly<Pet>>;
   readonly count: number;
 }
 
 /**
  * The index as it is at one moment, by reference (O(1) to take): the first `count` pets and
- * the first `byStatus[s].count` positions of each status list. Pets are never changed or
+ * the first `byStatus[s].count` pets of each status list. Pets are never changed or
  * removed and those lists only grow (a reset or restore swaps in new ones), so the prefixes
  * stay the same while they are read, however long that takes.
  */
@@ -83,7 +87,7 @@ export interface IndexState {
 export interface RestoredLists {
   readonly pets: Pet[][];
   readonly count: number;
-  readonly byStatus: Record<PetStatus, { readonly positions: number[][]; readonly count: number }>;
+  readonly byStatus: Record<PetStatus, { readonly pets: Pet[][]; readonly count: number }>;
 }
 
 function emptyStatusLists(): StatusLists {
@@ -94,7 +98,7 @@ export class PetIndex {
   /** All pets, ascending id, in segments. Pets are never changed or removed (reset swaps in new lists). */
   #pets: Pet[][] = [];
   #count = 0;
-  /** Per status, the positions in #pets of the pets with that status, ascending. */
+  /** Per status, the pets with that status (see StatusList). */
   #byStatus: StatusLists = emptyStatusLists();
   /** The id the next created pet gets; above every id handed out since the last reset. */
   #nextId = 1;
@@ -122,7 +126,7 @@ export class PetIndex {
       const status = (pets[i] as Pet).status;
       if (status !== undefined) {
         const list = byStatus[status];
-        append(list.segments, list.count++, i);
+        append(list.segments, list.count++, pets[i] as Pet);
       }
     }
     this.#pets = segments;
@@ -134,11 +138,10 @@ export class PetIndex {
 
   /** Appends a pet; the caller guarantees pet.id >= nextId. */
   add(pet: Pet): void {
-    const position = this.#count++;
-    append(this.#pets, position, pet);
+    append(this.#pets, this.#count++, pet);
     if (pet.status !== undefined) {
       const list = this.#byStatus[pet.status];
-      append(list.segments, list.count++, position);
+      append(list.segments, list.count++, pet);
     }
     this.#nextId = pet.id + 1;
   }
@@ -159,9 +162,9 @@ export class PetIndex {
       pets: this.#pets,
       count: this.#count,
       byStatus: {
-        available: { positions: b.available.segments, count: b.available.count },
-        pending: { positions: b.pending.segments, count: b.pending.count },
-        sold: { positions: b.sold.segments, count: b.sold.count },
+        available: { pets: b.available.segments, count: b.available.count },
+        pending: { pets: b.pending.segments, count: b.pending.count },
+        sold: { pets: b.sold.segments, count: b.sold.count },
       },
       nextId: this.#nextId,
     };
@@ -176,9 +179,9 @@ export class PetIndex {
     this.#pets = lists.pets;
     this.#count = lists.count;
     this.#byStatus = {
-      available: { segments: b.available.positions, count: b.available.count },
-      pending: { segments: b.pending.positions, count: b.pending.count },
-      sold: { segments: b.sold.positions, count: b.sold.count },
+      available: { segments: b.available.pets, count: b.available.count },
+      pending: { segments: b.pending.pets, count: b.pending.count },
+      sold: { segments: b.sold.pets, count: b.sold.count },
     };
     this.#nextId = nextId;
     this.#generation++;
@@ -197,7 +200,7 @@ export class PetIndex {
       const guess = segment[i & SEGMENT_MASK];
       if (guess !== undefined && guess.id === id) return guess;
     }
-    const position = this.#firstPetAfter(i);
+    const position = firstAfter(this.#pets, i);
     if (position >= this.#count) return undefined;
     const pet = itemAt(this.#pets, position);
     return pet.id === id ? pet : undefined;
@@ -205,76 +208,41 @@ export class PetIndex {
 
   /** Up to `limit` pets with id > afterId (if given) and the status (if given), ascending id. */
   list(status: PetStatus | undefined, afterId: number | undefined, limit: number): Pet[] {
-    const pets = this.#pets;
+    const segments = status === undefined ? this.#pets : this.#byStatus[status].segments;
     const out: Pet[] = [];
-    const after = afterId ?? -Infinity;
-    if (status === undefined) {
-      // Segment by segment: each one a plain array, read without the shift and mask.
-      const first = this.#firstPetAfter(after);
-      let k = first & SEGMENT_MASK;
-      for (let s = first >>> SEGMENT_BITS; s < pets.length && out.length < limit; s++, k = 0) {
-        const segment = pets[s] as Pet[];
-        const end = Math.min(segment.length, k + limit - out.length);
-        for (; k < end; k++) out.push(segment[k] as Pet);
-      }
-      return out;
-    }
-    const positions = this.#byStatus[status].segments;
-    const first = this.#firstPositionAfter(positions, after);
+    // Segment by segment: each one a plain array, read without the shift and mask.
+    const first = firstAfter(segments, afterId ?? -Infinity);
     let k = first & SEGMENT_MASK;
-    for (let s = first >>> SEGMENT_BITS; s < positions.length && out.length < limit; s++, k = 0) {
-      const segment = positions[s] as number[];
+    for (let s = first >>> SEGMENT_BITS; s < segments.length && out.length < limit; s++, k = 0) {
+      const segment = segments[s] as Pet[];
       const end = Math.min(segment.length, k + limit - out.length);
-      for (; k < end; k++) out.push(itemAt(pets, segment[k] as number));
+      for (; k < end; k++) out.push(segment[k] as Pet);
     }
     return out;
   }
+}
 
-  /**
-   * The position of the first pet with id > after, or the count if there is none: a binary
-   * search over the segments' first pets, then one within a segment. (The index's own
-   * segments hold exactly what it appended: their lengths are the counts.)
-   */
-  #firstPetAfter(after: number): number {
-    const pets = this.#pets;
-    let lo = 0;
-    let hi = pets.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (((pets[mid] as Pet[])[0] as Pet).id > after) hi = mid;
-      else lo = mid + 1;
-    }
-    if (lo === 0) return 0;
-    const segment = pets[lo - 1] as Pet[];
-    let a = 0;
-    let b = segment.length;
-    while (a < b) {
-      const mid = (a + b) >>> 1;
-      if ((segment[mid] as Pet).id > after) b = mid;
-      else a = mid + 1;
-    }
-    return ((lo - 1) << SEGMENT_BITS) + a;
+/**
+ * The index in `segments` (a list the index owns: its segments hold exactly what it
+ * appended) of the first pet with id > after, or the list's length if there is none: a binary
+ * search over the segments' first pets, then one within a segment.
+ */
+function firstAfter(segments: Pet[][], after: number): number {
+  let lo = 0;
+  let hi = segments.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (((segments[mid] as Pet[])[0] as Pet).id > after) hi = mid;
+    else lo = mid + 1;
   }
-
-  /** As #firstPetAfter, in a status list: the first k whose pet has id > after, or its count. */
-  #firstPositionAfter(positions: number[][], after: number): number {
-    const pets = this.#pets;
-    let lo = 0;
-    let hi = positions.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (itemAt(pets, (positions[mid] as number[])[0] as number).id > after) hi = mid;
-      else lo = mid + 1;
-    }
-    if (lo === 0) return 0;
-    const segment = positions[lo - 1] as number[];
-    let a = 0;
-    let b = segment.length;
-    while (a < b) {
-      const mid = (a + b) >>> 1;
-      if (itemAt(pets, segment[mid] as number).id > after) b = mid;
-      else a = mid + 1;
-    }
-    return ((lo - 1) << SEGMENT_BITS) + a;
+  if (lo === 0) return 0;
+  const segment = segments[lo - 1] as Pet[];
+  let a = 0;
+  let b = segment.length;
+  while (a < b) {
+    const mid = (a + b) >>> 1;
+    if ((segment[mid] as Pet).id > after) b = mid;
+    else a = mid + 1;
   }
+  return ((lo - 1) << SEGMENT_BITS) + a;
 }

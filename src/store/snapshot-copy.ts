@@ -119,9 +119,9 @@ export async function prepareRestore(s: LocalSnapshot, now: number): Promise<Pre
     pets: ownedPrefix(state.pets as Segments<Pet>, state.count),
     count: state.count,
     byStatus: {
-      available: { positions: ownedPrefix(b.available.positions, b.available.count), count: b.available.count },
-      pending: { positions: ownedPrefix(b.pending.positions, b.pending.count), count: b.pending.count },
-      sold: { positions: ownedPrefix(b.sold.positions, b.sold.count), count: b.sold.count },
+      available: { pets: ownedPrefix(b.available.pets as Segments<Pet>, b.available.count), count: b.available.count },
+      pending: { pets: ownedPrefix(b.pending.pets as Segments<Pet>, b.pending.count), count: b.pending.count },
+      sold: { pets: ownedPrefix(b.sold.pets as Segments<Pet>, b.sold.count), count: b.sold.count },
     },
   };
   const saved = s.keys;

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Pet, PetStatus } from '../../src/core/types.js';
 import { ManualClock } from '../../src/core/clock.js';
-import { PetIndex, SEGMENT_SIZE, itemAt, ownedPrefix, type IndexState, type RestoredLists } from '../../src/store/pet-index.js';
+import { PetIndex, SEGMENT_SIZE, itemAt, ownedPrefix, type IndexState, type RestoredLists, type Segments } from '../../src/store/pet-index.js';
 import { canSnapshot, openMemoryStore } from '../../src/store/index.js';
 
 const EDGE = SEGMENT_SIZE;
@@ -28,9 +28,9 @@ function restoredFrom(s: IndexState): RestoredLists {
     pets: ownedPrefix(s.pets as ReadonlyArray<ReadonlyArray<Pet>>, s.count),
     count: s.count,
     byStatus: {
-      available: { positions: ownedPrefix(b.available.positions, b.available.count), count: b.available.count },
-      pending: { positions: ownedPrefix(b.pending.positions, b.pending.count), count: b.pending.count },
-      sold: { positions: ownedPrefix(b.sold.positions, b.sold.count), count: b.sold.count },
+      available: { pets: ownedPrefix(b.available.pets as Segments<Pet>, b.available.count), count: b.available.count },
+      pending: { pets: ownedPrefix(b.pending.pets as Segments<Pet>, b.pending.count), count: b.pending.count },
+      sold: { pets: ownedPrefix(b.sold.pets as Segments<Pet>, b.sold.count), count: b.sold.count },
     },
   };
 }
