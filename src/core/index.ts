@@ -24,3 +24,4 @@ export { clip, printable } from './text.js';
 export { FileTooLargeError, NotRegularFileError, openRegularFileSync, readRegularFile, readRegularFileSync, sizeText } from './regular-file.js';
 export { fsyncDir, fsyncDirSync, writeNewFileSynced } from './durable.js';
 export { STEP_MS, STEP_RUN, Steps, step, yieldToLoop } from './steps.js';
+export { PART_ENTRIES, PartedMap } from './parted-map.js';

@@ -8,9 +8,32 @@ export const STEP_MS = 0.5;
 /** Items between two looks at the time within a step. */
 export const STEP_RUN = 128;
 
-/** Gives the event loop one turn (timers, I/O) before going on. */
+/** The steps waiting for their turn (see yieldToLoop), first come first served. */
+const waiting: Array<() => void> = [];
+let scheduled = false;
+
+/** Lets one waiting step go on, and books the next one a turn of its own. */
+function nextTurn(): void {
+  const go = waiting.shift();
+  scheduled = waiting.length > 0;
+  if (scheduled) setImmediate(nextTurn);
+  go?.();
+}
+
+/**
+ * Gives the event loop one turn (timers, I/O) before going on. Steps of several copies
+ * under way at once (a save copies both limiters and the store's keys side by side) go on
+ * one per turn, not one after the other in the same turn: with a bare setImmediate each,
+ * their steps would all run in the loop's same check phase, one block of their sum.
+ */
 export function yieldToLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+  return new Promise((resolve) => {
+    waiting.push(resolve);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(nextTurn);
+    }
+  });
 }
 
 /**

@@ -2,7 +2,7 @@
 // clients that keep sending after a 429 (docs/rate-limits.md), in slots of typed arrays
 // indexed by a Map, bounded by least-recent use. Its state can be saved and restored (persist(): state.ts), so that day
 // buckets and bans of keys survive a restart.
-import { Steps, step, yieldToLoop, type Clock, type Limits } from '../core/index.js';
+import { PartedMap, Steps, step, yieldToLoop, type Clock, type Limits } from '../core/index.js';
 import { DAY_MS, MINUTE_MS, checkConfiguration, checkLimits, msUntilToken } from './buckets.js';
 import type { BanPolicy, LimitOutcome, LimitResult, Limiter } from './contract.js';
 import { PolicyCache, limitResult } from './headers.js';
@@ -54,6 +54,7 @@ const L_COPIED = 3;
 const L_MOVED = 4;
 const LINKS = 5;
 const NONE = -1;
+const EMPTY_NUMBERS = new Float64Array(0);
 /** Slots a new table has room for before it grows. */
 const INITIAL_SLOTS = 64;
 
@@ -64,8 +65,8 @@ const INITIAL_SLOTS = 64;
  * `keys().next()` is O(holes) in V8 once many deletions accumulate at its front.
  */
 class Table {
-  /** id -> its slot. */
-  readonly index = new Map<string, number>();
+  /** id -> its slot, in parts: no large rehash in one step (a restore builds 100,000 entries). */
+  readonly index = new PartedMap<string, number>(false);
   /** Slot -> its id ('' when free). */
   readonly ids: string[] = [''];
   num: Float64Array;
@@ -102,7 +103,7 @@ class Table {
     this.link[l + L_PASSED] = 0;
     this.link[l + L_COPIED] = 0;
     this.link[l + L_MOVED] = 0;
-    this.index.set(id, slot);
+    this.index.add(id, slot);
     return slot;
   }
 
@@ -133,8 +134,9 @@ interface ExportSession {
   /** Slots with a higher `born` were added since it began: not part of it. */
   readonly added: number;
   readonly mono: number;
-  readonly ids: string[];
-  readonly numbers: Float64Array;
+  /** Allocated after the export's first turn of the event loop (see exportSnapshot). */
+  ids: string[];
+  numbers: Float64Array;
   /** Entries written so far. */
   written: number;
   /** The next slot to write, in the list as it was when the export began (NONE at its end). */
@@ -474,14 +476,22 @@ export class MemoryLimiter implements Limiter {
       t,
       added: this.#added,
       mono: this.#clock.monotonic() - this.#shift,
-      ids: new Array<string>(count),
-      numbers: new Float64Array(count * SNAPSHOT_FIELDS),
+      ids: [],
+      numbers: EMPTY_NUMBERS,
       written: 0,
       cursor: t.oldest,
       tail: undefined,
     };
     this.#export = x;
     try {
+      // Nothing more at the call: the save takes every part in one step, whose block is the
+      // sum of what each part does at its call. The output (a megabyte or more at a hundred
+      // thousand ids) is allocated in a step of its own; until then, what requests change is
+      // kept aside by copy on write as at any other point of the export.
+      await yieldToLoop();
+      x.ids = new Array<string>(count);
+      x.numbers = new Float64Array(count * SNAPSHOT_FIELDS);
+      await yieldToLoop();
       const steps = new Steps(SNAPSHOT_CHUNK);
       for (;;) {
         const slot = x.cursor;

@@ -2,7 +2,7 @@
 // written beside its pet (one journal line, one snapshot line), and the checks applied when
 // reading it back. The key travels with the pet, so no crash can keep one without the other.
 import { createHash } from 'node:crypto';
-import { isIdempotencyKey } from '../core/index.js';
+import { PartedMap, isIdempotencyKey } from '../core/index.js';
 import type { NewPet, Pet } from '../core/index.js';
 import type { IdempotencyKey } from './contract.js';
 
@@ -40,8 +40,11 @@ export class KeyedPet {
  * reused by a later key, so a walk reads a row while its key is still in the index.
  */
 export class KeyRows {
-  /** Slot string -> row. */
-  readonly index = new Map<string, number>();
+  /**
+   * Slot string -> row, in order of addition, in parts: no large rehash in one step (a
+   * restore builds a table of all the saved keys).
+   */
+  readonly index = new PartedMap<string, number>(true);
   ids: Float64Array;
   ats: Float64Array;
   /** Rows handed out so far. */
@@ -67,7 +70,7 @@ export class KeyRows {
     }
     this.ids[row] = id;
     this.ats[row] = at;
-    this.index.set(slot, row);
+    this.index.add(slot, row);
   }
 
   /** Removes `slot` (whose row is `row`). */

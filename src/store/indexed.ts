@@ -110,7 +110,7 @@ export abstract class IndexedStore implements LocalPetStore, SnapshotStore {
     const prepared = await prepareRestore(s, now);
     await this.commitRestore(s, prepared, () => {
       alongside?.();
-      this.index.restore(prepared.pets, prepared.byStatus, s.nextId);
+      this.index.restore(prepared.lists, s.nextId);
       this.keys.replace(prepared.keys);
     });
   }

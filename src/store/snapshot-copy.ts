@@ -2,10 +2,10 @@
 // moment (PetIndex.state(), KeyTable.walk()), its keys copied in steps of about half a
 // millisecond that give the event loop back in between, so that a snapshot of a million pets
 // never holds requests up for long.
-import { Steps, step, yieldToLoop, type Pet, type PetStatus } from '../core/index.js';
+import { Steps, step, yieldToLoop, type Pet } from '../core/index.js';
 import type { StoreSnapshot } from './contract.js';
 import { KeyRows, type KeyTable } from './idempotency.js';
-import type { IndexState } from './pet-index.js';
+import { ownedPrefix, type IndexState, type RestoredLists, type Segments } from './pet-index.js';
 
 /**
  * Idempotency keys copied (or put into a new table) between yields, at most: well under a
@@ -36,8 +36,8 @@ export interface SavedKeys {
 }
 
 /**
- * What a local store's snapshot holds (StoreSnapshot, opened): the index's arrays by
- * reference with their lengths then (nothing is copied: pets are immutable and those arrays
+ * What a local store's snapshot holds (StoreSnapshot, opened): the index's lists by
+ * reference with their lengths then (nothing is copied: pets are immutable and those lists
  * only grow, so the prefixes never change), and a copy of the live keys.
  */
 export interface LocalSnapshot extends StoreSnapshot {
@@ -62,11 +62,15 @@ export async function copyState(state: IndexState, table: KeyTable, now: number)
   const entries = rows.index.entries();
   const most = rows.size;
   const retention = table.retentionMs;
+  // Nothing more at the call (the save's one step is the sum of every part's call): the
+  // output is allocated in a step of its own.
+  await yieldToLoop();
   const slots = new Array<string>(most);
   const ids = new Float64Array(most);
   const ages = new Float64Array(most);
   let count = 0;
   let keyChars = 0;
+  await yieldToLoop();
   const steps = new Steps(COPY_CHUNK);
   for (const [slot, row] of entries) {
     const pause = steps.next();
@@ -92,10 +96,9 @@ export async function copyState(state: IndexState, table: KeyTable, now: number)
   };
 }
 
-/** The restored state, built aside: the index's new arrays and the new key table. */
+/** The restored state, built aside: the index's new lists and the new key table. */
 export interface PreparedRestore {
-  readonly pets: Pet[];
-  readonly byStatus: Record<PetStatus, number[]>;
+  readonly lists: RestoredLists;
   /** The saved keys as live entries at the restore's `now`, in ascending pet id. */
   readonly keys: KeyRows;
   /** The wall time the keys' ages count from. */
@@ -103,33 +106,28 @@ export interface PreparedRestore {
 }
 
 /**
- * Fresh arrays of a snapshot for the index to own (it appends to them), and its keys as a
- * new table, each key as old at `now` as it was when saved: all copied in steps with a turn
- * of the event loop between them (each array in one step, the keys in steps of at most
- * about half a millisecond).
+ * Lists of a snapshot for the index to own (it appends to them), and its keys as a new
+ * table, each key as old at `now` as it was when saved. The lists share the snapshot's full
+ * segments and copy only each list's last, partial one (ownedPrefix: at most SEGMENT_SIZE
+ * items, a fraction of a millisecond); the keys are put in in steps with a turn of the event
+ * loop between them.
  */
 export async function prepareRestore(s: LocalSnapshot, now: number): Promise<PreparedRestore> {
   const { state } = s;
-  const pets = await copyPrefix(state.pets as Pet[], state.count);
   const b = state.byStatus;
-  const available = await copyPrefix(b.available.positions, b.available.count);
-  const pending = await copyPrefix(b.pending.positions, b.pending.count);
-  const sold = await copyPrefix(b.sold.positions, b.sold.count);
+  const lists: RestoredLists = {
+    pets: ownedPrefix(state.pets as Segments<Pet>, state.count),
+    count: state.count,
+    byStatus: {
+      available: { pets: ownedPrefix(b.available.pets as Segments<Pet>, b.available.count), count: b.available.count },
+      pending: { pets: ownedPrefix(b.pending.pets as Segments<Pet>, b.pending.count), count: b.pending.count },
+      sold: { pets: ownedPrefix(b.sold.pets as Segments<Pet>, b.sold.count), count: b.sold.count },
+    },
+  };
   const saved = s.keys;
   const keys = new KeyRows(Math.max(16, saved.count));
   await inSteps(saved.count, COPY_CHUNK, (from, to) => {
     for (let i = from; i < to; i++) keys.push(saved.slots[i] as string, saved.ids[i] as number, now - (saved.ages[i] as number));
   });
-  return { pets, byStatus: { available, pending, sold }, keys, now };
-}
-
-/**
- * A new array of the first `count` items of `from`, in one step of its own (after a turn of
- * the event loop): one allocation and one block copy. Copying it in pieces by push was
- * measured slower in its longest step (the array's last growth copies two thirds of it in
- * one go, besides the piece) and made twice the young-generation collections.
- */
-async function copyPrefix<T>(from: readonly T[], count: number): Promise<T[]> {
-  await yieldToLoop();
-  return from.slice(0, count);
+  return { lists, keys, now };
 }

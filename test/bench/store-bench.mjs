@@ -6,13 +6,15 @@
 // (b) list with a rare (1%) status and a deep afterId, 1,000 pets vs 1,000,000 pets;
 // (c) opening a 1,000,000-pet store vs readFileSync + JSON.parse of the same snapshot;
 // (d) RSS of a process with 1,000,000 pets loaded.
+// With --before DIR (another checkout's build/src) it measures only (e): the index's get and
+// list, this build's against DIR's, the same pet objects in both, interleaved rounds (medians).
 // DIR (default: the OS temporary directory) should be on the disk the service will use.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const STORE = new URL('../../build/src/store/index.js', import.meta.url);
@@ -31,6 +33,8 @@ const { values: args } = parseArgs({
     child: { type: 'string' },
     file: { type: 'string' },
     'no-compact': { type: 'boolean', default: false },
+    before: { type: 'string' },
+    rounds: { type: 'string', default: '9' },
   },
 });
 
@@ -65,6 +69,10 @@ const line = (label, value) => console.log(`${label.padEnd(58)} ${value}`);
 
 console.log(`store benchmark — node ${process.version}, data in ${work}`);
 
+if (args.before !== undefined) {
+  await benchIndex(args.before);
+  process.exit(0);
+}
 await benchCreates();
 await benchList();
 await benchOpen();
@@ -204,4 +212,49 @@ function makePets(from, to) {
     pets.push(status ? { name: `pet number ${i}`, categoryId: i % 1000, status } : { name: `pet number ${i}`, categoryId: i % 1000 });
   }
   return pets;
+}
+
+// (e) ------------------------------------------------------------------------------------
+
+/** get (random ids) and list (a page of 20 after a random cursor, all and one status), two builds. */
+async function benchIndex(beforeDir) {
+  console.log(`\n(e) index get and list, ${PETS} pets: this build / ${beforeDir}`);
+  const statuses = ['available', 'pending', 'sold', undefined];
+  const pets = [];
+  for (let id = 1; id <= PETS; id++) {
+    const status = id % 97 === 0 ? 'sold' : statuses[id % 4];
+    pets.push(status === undefined ? { id, name: `pet ${id}`, categoryId: id } : { id, name: `pet ${id}`, categoryId: id, status });
+  }
+  const builds = [];
+  for (const [name, dir] of [['after', new URL('../../build/src/', import.meta.url).href], ['before', pathToFileURL(resolve(beforeDir) + '/').href]]) {
+    const { PetIndex } = await import(`${dir}store/pet-index.js`);
+    const index = new PetIndex();
+    for (const p of pets) index.add(p);
+    builds.push({ name, index, times: [[], [], []] });
+  }
+  let sink = 0;
+  const run = (index) => {
+    let x = 12345;
+    const next = () => (x = (x * 1103515245 + 12345) & 0x7fffffff);
+    const t0 = performance.now();
+    for (let i = 0; i < 1_000_000; i++) sink += index.get(1 + (next() % PETS)).id;
+    const t1 = performance.now();
+    for (let i = 0; i < 50_000; i++) sink += index.list(undefined, next() % PETS, 20).length;
+    const t2 = performance.now();
+    for (let i = 0; i < 50_000; i++) sink += index.list('sold', next() % PETS, 20).length;
+    return [t1 - t0, t2 - t1, performance.now() - t2];
+  };
+  const rounds = Number(args.rounds);
+  for (let r = 0; r < rounds; r++) {
+    for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
+      const t = run(b.index);
+      if (r > 0) t.forEach((ms, k) => b.times[k].push(ms)); // the first round warms up
+    }
+  }
+  const labels = ['get, 1,000,000 random ids', 'list, 50,000 pages of 20', 'list sold, 50,000 pages of 20'];
+  labels.forEach((label, k) => {
+    const [a, b] = builds.map((x) => median(x.times[k]));
+    line(label, `${a.toFixed(1)} ms vs ${b.toFixed(1)} ms: ${(a / b).toFixed(2)}x`);
+  });
+  if (sink === 0) console.log('');
 }

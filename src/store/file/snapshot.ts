@@ -9,7 +9,7 @@ import { fsyncDir, unlinkIfPresent, writeAll } from './disk.js';
 import type { IoHook, StorePaths } from './disk.js';
 import { StoreOpenError } from '../errors.js';
 import { KeyedPet, type KeyCursor, type KeyRecord } from '../idempotency.js';
-import type { IndexView } from '../pet-index.js';
+import { itemAt, type IndexView, type Segments } from '../pet-index.js';
 import { forEachLine, LineTooLongError } from './lines.js';
 import type { LineReadOptions, LinesRead } from './lines.js';
 import { describeError, errorCode, printable, readJsonFileSync, type Logger, type Pet } from '../../core/index.js';
@@ -191,7 +191,7 @@ function readWholeSnapshot(paths: StorePaths): LoadedSnapshot {
 
 /**
  * Writes the first view.count pets as the new snapshot and returns its size in bytes. Pets
- * are immutable and the view's array only grows, so it can be read across awaits.
+ * are immutable and the view's lists only grow, so it can be read across awaits.
  * `stillOurs` throws when the data file is no longer this process's to write (its lock was
  * taken over while the snapshot was written): then the snapshot is discarded, not renamed.
  */
@@ -234,10 +234,10 @@ export async function writeSnapshot(
  * Pets [start, end) as snapshot text: one per line, comma before all but the very first; a
  * pet with a live idempotency key carries it in its line, as its journal line did.
  */
-function chunkText(pets: ReadonlyArray<Readonly<Pet>>, keys: KeyCursor, start: number, end: number): string {
+function chunkText(pets: Segments<Readonly<Pet>>, keys: KeyCursor, start: number, end: number): string {
   const parts: string[] = new Array<string>(end - start);
   for (let i = start; i < end; i++) {
-    const pet = pets[i] as Pet;
+    const pet = itemAt(pets, i);
     parts[i - start] = keys.line(pet, petJson(pet));
   }
   return (start === 0 ? '\n' : ',\n') + parts.join(',\n');
