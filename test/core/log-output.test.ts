@@ -4,9 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { BATCH_BYTES, MIN_WRITE_INTERVAL_MS, batchingSink, isAscii, jsonLogger } from '../../src/core/log.js';
+import { BATCH_CHARS, batchingSink, isAscii, jsonLogger } from '../../src/core/log.js';
 import { directWriter, type WriteSync } from '../../src/core/stdio.js';
-import { until } from '../support/wait.js';
 
 class FakeQueue extends EventEmitter {
   writableLength = 0;
@@ -92,21 +91,19 @@ test('directWriter: EPIPE (the reader is gone) is told once, nothing is written 
 });
 
 /** A batching sink whose writes are collected as text (decoded as UTF-8) and as byte counts. */
-function collected(now?: () => number): { out: ReturnType<typeof batchingSink>; text: () => string; writes: Uint8Array[] } {
+function collected(): { out: ReturnType<typeof batchingSink>; text: () => string; writes: Uint8Array[] } {
   const writes: Uint8Array[] = [];
-  const out = batchingSink((bytes) => writes.push(Buffer.from(bytes)), now);
+  const out = batchingSink((bytes) => writes.push(Buffer.from(bytes)));
   return { out, writes, text: () => Buffer.concat(writes).toString('utf8') };
 }
 
 test('batchingSink: held until released; then one write per turn, flushed at once on demand', async () => {
-  let t = 0;
-  const c = collected(() => t);
+  const c = collected();
   c.out.sink('early\n', true);
   await new Promise((r) => setImmediate(r));
   assert.equal(c.writes.length, 0, 'held before release');
   c.out.release();
   assert.equal(c.text(), 'early\n');
-  t += 10 * MIN_WRITE_INTERVAL_MS; // a while after that write
   c.out.sink('a\n', true);
   c.out.sink('b\n');
   assert.equal(c.writes.length, 1, 'not before the end of the turn');
@@ -116,33 +113,6 @@ test('batchingSink: held until released; then one write per turn, flushed at onc
   c.out.sink('at shutdown\n', true);
   c.out.flush();
   assert.equal(c.text(), 'early\na\nb\nat shutdown\n');
-});
-
-test('batchingSink: within MIN_WRITE_INTERVAL_MS of the last write, the end of a turn waits for the interval, and the turns meanwhile join that write', async () => {
-  let t = 1000;
-  const c = collected(() => t);
-  c.out.release();
-  const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
-  c.out.sink('one\n', true);
-  await turn();
-  assert.equal(c.writes.length, 1, 'the first in a while is written at the end of its turn');
-  t += MIN_WRITE_INTERVAL_MS / 4;
-  c.out.sink('two\n', true);
-  await turn();
-  t += MIN_WRITE_INTERVAL_MS / 4;
-  c.out.sink('three\n', true);
-  await turn();
-  assert.equal(c.writes.length, 1, 'too soon after the last write');
-  await until('the interval\'s write', () => c.writes.length === 2);
-  assert.equal(c.text(), 'one\ntwo\nthree\n');
-  t += MIN_WRITE_INTERVAL_MS / 4;
-  c.out.sink('four\n', true);
-  c.out.flush(); // a stop: at once, whatever the interval
-  assert.equal(c.text(), 'one\ntwo\nthree\nfour\n');
-  t += 10 * MIN_WRITE_INTERVAL_MS;
-  c.out.sink('five\n', true);
-  await turn();
-  assert.equal(c.text(), 'one\ntwo\nthree\nfour\nfive\n', 'after a quiet interval, at the end of the turn again');
 });
 
 test('batchingSink: non-ASCII lines are UTF-8, alone or among ASCII ones, told or not', async () => {
@@ -158,7 +128,7 @@ test('batchingSink: non-ASCII lines are UTF-8, alone or among ASCII ones, told o
 });
 
 test('batchingSink: a line larger than the buffer, ASCII or not, goes out whole and exact', () => {
-  for (const big of [`${'x'.repeat(5 * BATCH_BYTES)}\n`, `${'\u00e9'.repeat(3 * BATCH_BYTES)}\n`, `${'\u20ac'.repeat(BATCH_BYTES)}\n`]) {
+  for (const big of [`${'x'.repeat(5 * BATCH_CHARS)}\n`, `${'\u00e9'.repeat(3 * BATCH_CHARS)}\n`, `${'\u20ac'.repeat(BATCH_CHARS)}\n`]) {
     const c = collected();
     c.out.release();
     c.out.sink('before\n', true);
@@ -169,7 +139,7 @@ test('batchingSink: a line larger than the buffer, ASCII or not, goes out whole 
   }
 });
 
-test('batchingSink: past BATCH_BYTES a batch is written within the turn; nothing lost or reordered', () => {
+test('batchingSink: past BATCH_CHARS a batch is written within the turn; nothing lost or reordered', () => {
   const c = collected();
   c.out.release();
   const lines = Array.from({ length: 3000 }, (_, i) => `{"n":${i},"pad":"${'p'.repeat(i % 90)}"}\n`);
