@@ -95,8 +95,10 @@ export function startBundle(args: readonly string[], opts: { cwd?: string; env?:
     // shared by four test files and their servers took more than 10 s).
     const timer = setTimeout(() => reject(new Error(`no ready line in ${UNTIL_MS / 1000} s; stderr: ${err}`)), UNTIL_MS);
     proc.stderr?.on('data', (d: Buffer) => { err += d.toString(); });
-    proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
+    // Decoded as a stream: a character cut between two reads is not lost.
+    proc.stdout?.setEncoding('utf8');
+    proc.stdout?.on('data', (d: string) => {
+      out += d;
       const m = /^petstore listening on (http:\/\/\S+\/v1)$/m.exec(out);
       if (m?.[1]) {
         clearTimeout(timer);

@@ -2,7 +2,7 @@
 // default, start the server, print the ready line, and handle signals.
 // main() returns an exit code; nothing in here calls process.exit.
 import cluster from 'node:cluster';
-import { batchingSink, jsonLogger, safeStderr, safeStdout, stdoutLine } from '../core/index.js';
+import { batchingSink, jsonLogger, safeStderr, safeStdoutBytes, stdoutLine } from '../core/index.js';
 import { startWithConfig, type PetstoreHandle } from '../server/index.js';
 import { USAGE, UsageError, inMemoryWarning, invokedAs, parse, resolveOptions, type Io, type Resolved } from './args.js';
 import { runPrimary } from './cluster.js';
@@ -43,7 +43,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (resolved.workers > 1 && cluster.isPrimary) return runPrimary(argv, resolved, io);
 
   let handle: PetstoreHandle;
-  const out = batchingSink(safeStdout());
+  const out = batchingSink(safeStdoutBytes());
   const logger = jsonLogger(resolved.logLevel, out.sink);
   try {
     const seed = resolved.seedFile === undefined ? undefined : await readSeedFile(resolved.seedFile);

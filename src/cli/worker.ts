@@ -5,7 +5,7 @@
 // is gone; SIGINT (a terminal's Ctrl-C reaches every process of the group) is left to the
 // primary, which stops every worker.
 import cluster from 'node:cluster';
-import { batchingSink, jsonLogger, safeStderr, safeStdout, wholeLines } from '../core/index.js';
+import { batchingSink, jsonLogger, safeStderr, safeStdoutBytes, wholeLines } from '../core/index.js';
 import { WorkerPeers, isPrimaryMessage, startWithConfig, type PetstoreHandle, type WorkerMessage } from '../server/index.js';
 import type { Io, Resolved } from './args.js';
 import { readSeedFile } from './seed.js';
@@ -31,7 +31,7 @@ export function isClusterWorker(env: NodeJS.ProcessEnv): boolean {
 export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: Io): Promise<number> {
   const id = env[SLOT_ENV] ?? String(cluster.worker?.id ?? 0);
   const say = (line: string): void => io.err(`petstore: worker ${id}: ${line}`);
-  const out = batchingSink(wholeLines(safeStdout()));
+  const out = batchingSink(wholeLines(safeStdoutBytes()));
   const logger = jsonLogger(resolved.logLevel, out.sink);
   const peers = new WorkerPeers();
   let handle: PetstoreHandle | undefined;

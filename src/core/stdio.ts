@@ -13,18 +13,32 @@
 // be lost (the ready line, a key printed once) are few and short, and are written whatever
 // is queued. A stop waits a bounded time for the reader (settleStdio), then gives up on it.
 //
+// Log lines do not go through the stream when they need not: a batch of them is written to
+// the file descriptor directly (fs.writeSync), which costs one system call and none of the
+// stream's bookkeeping. The descriptor of a pipe or socket is non-blocking (node made it so
+// when it opened process.stdout), so a reader that is behind makes that write fail with
+// EAGAIN or take part of the batch: the rest then goes to the stream, which waits for the
+// reader, and every later write goes behind it through the stream while anything waits
+// there, so nothing is reordered.
+//
 // The writers are per process, like the streams they guard, so that every logger of every
 // instance shares one listener per stream.
+import { writeSync } from 'node:fs';
 import { jsonLogger } from './log.js';
 
 export type Write = (chunk: string) => void;
+/** Writes bytes, or copies what it keeps: the caller may reuse them once it returns. */
+export type ByteWrite = (bytes: Uint8Array) => void;
 
 /** Log bytes that may wait in stdout for a reader before further log lines are dropped. */
 export const MAX_QUEUED_LOG_BYTES = 1024 * 1024;
 
 let stdoutAlways: Write | undefined;
 let stdoutLog: Write | undefined;
+let stdoutLogBytes: ByteWrite | undefined;
 let stderr: Write | undefined;
+/** Set once stdout has failed (by the stream's 'error' event or a direct write's error). */
+let stdoutFailed = false;
 
 /**
  * Writes to `stream` until it fails; from then on what it is given is dropped (a log line
@@ -53,7 +67,7 @@ export interface Queue {
  * log lines) is dropped and its lines counted, and once the queue has drained `onResume` is
  * told the count (it writes the warn line).
  */
-export function boundedWriter(queue: Queue, write: Write, maxQueuedBytes: number, onResume: (droppedLines: number) => void): Write {
+export function boundedWriter<C extends string | Uint8Array = string>(queue: Queue, write: (chunk: C) => void, maxQueuedBytes: number, onResume: (droppedLines: number) => void): (chunk: C) => void {
   let dropped = 0;
   let waiting = false;
   return (chunk) => {
@@ -73,16 +87,54 @@ export function boundedWriter(queue: Queue, write: Write, maxQueuedBytes: number
   };
 }
 
-function lineCount(chunk: string): number {
+function lineCount(chunk: string | Uint8Array): number {
   let n = 0;
-  for (let i = chunk.indexOf('\n'); i !== -1; i = chunk.indexOf('\n', i + 1)) n++;
+  const nl = typeof chunk === 'string' ? '\n' : 10;
+  for (let i = chunk.indexOf(nl as never); i !== -1; i = chunk.indexOf(nl as never, i + 1)) n++;
   return n === 0 ? 1 : n;
 }
 
+/** What directWriter needs of a file descriptor: fs.writeSync's shape (a test fakes it). */
+export type WriteSync = (fd: number, bytes: Uint8Array, offset: number, length: number) => number;
+
+/**
+ * Writes bytes to `fd` at once (fs.writeSync), unless something already waits in `queue`
+ * (the stream on the same descriptor): then, and for what a full pipe or socket did not take
+ * (EAGAIN, or a part written), `later` gets a copy, to write behind what waits. Any other
+ * error (EPIPE: the reader is gone) goes to `onFail`; nothing is written once `failed()`.
+ */
+export function directWriter(fd: number, queue: Queue, later: ByteWrite, failed: () => boolean, onFail: (err: NodeJS.ErrnoException) => void, write: WriteSync = writeSync): ByteWrite {
+  return (bytes) => {
+    if (failed()) return;
+    if (queue.writableLength > 0) {
+      later(Buffer.from(bytes));
+      return;
+    }
+    let done = 0;
+    try {
+      while (done < bytes.length) done += write(fd, bytes, done, bytes.length - done);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') later(Buffer.from(bytes.subarray(done)));
+      else onFail(e);
+    }
+  };
+}
+
+function stdoutFailure(err: NodeJS.ErrnoException): void {
+  if (stdoutFailed) return;
+  stdoutFailed = true;
+  safeStderr()(`petstore: stdout failed (${err.code ?? err.message}); log lines are dropped from now on, the service keeps serving\n`);
+}
+
 function guardedStdout(): Write {
-  stdoutAlways ??= guardedWriter(process.stdout, (err) => {
-    safeStderr()(`petstore: stdout failed (${err.code ?? err.message}); log lines are dropped from now on, the service keeps serving\n`);
-  });
+  if (stdoutAlways === undefined) {
+    const stream = process.stdout;
+    stream.on('error', stdoutFailure);
+    stdoutAlways = (chunk) => {
+      if (!stdoutFailed) stream.write(chunk);
+    };
+  }
   return stdoutAlways;
 }
 
@@ -98,6 +150,24 @@ export function safeStdout(): Write {
     });
   }
   return stdoutLog;
+}
+
+/**
+ * The log's bytes on stdout: written to its descriptor directly while nothing waits in the
+ * stream (directWriter), else through it, bounded as safeStdout is.
+ */
+export function safeStdoutBytes(): ByteWrite {
+  if (stdoutLogBytes === undefined) {
+    const stream = process.stdout; // opened now if not yet: node makes a pipe's descriptor non-blocking
+    const always = guardedStdout();
+    const queued = boundedWriter<Uint8Array>(stream, (bytes) => {
+      if (!stdoutFailed) stream.write(bytes);
+    }, MAX_QUEUED_LOG_BYTES, (droppedLines) => {
+      jsonLogger('warn', always).log('warn', 'log lines dropped: stdout was not read fast enough', { dropped: droppedLines, maxQueuedBytes: MAX_QUEUED_LOG_BYTES });
+    });
+    stdoutLogBytes = directWriter(typeof stream.fd === 'number' ? stream.fd : 1, stream, queued, () => stdoutFailed, stdoutFailure);
+  }
+  return stdoutLogBytes;
 }
 
 /** process.stdout, guarded but never dropped: the ready line, a key printed once, --help. */

@@ -44,8 +44,9 @@ export interface Logger {
   /**
    * Writes one line whose fields are already JSON text, each preceded by a comma
    * (`,"a":1,"b":"x"`), for a hot path that builds them from a fixed template (the access
-   * log); the logger adds what log() adds (level, time, pid, hostname, msg). Optional: without
-   * it, callers use log().
+   * log); the logger adds what log() adds (level, time, pid, hostname, msg). `ascii` true
+   * promises that fieldsJson has no character above U+007F (the logger then need not look).
+   * Optional: without it, callers use log().
    */
-  logJson?(level: LogLevel, msg: string, fieldsJson: string): void;
+  logJson?(level: LogLevel, msg: string, fieldsJson: string, ascii?: boolean): void;
 }

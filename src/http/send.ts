@@ -88,7 +88,8 @@ function done(app: Instance, x: Exchange, status: number): void {
  * req.headers["user-agent"] (the one header logged: the others may carry a key), and for an
  * Error body err.type, err.code and err.message (pino's error serializer), so a 4xx says why.
  * Built from a fixed template: only the strings a client controls (or a config names) are
- * escaped, by jsonString; a logger without logJson (an embedder's function) gets the fields
+ * escaped, by jsonString, which also says whether any of them was not ASCII (the output's
+ * fast copy is for ASCII lines); a logger without logJson (an embedder's function) gets the fields
  * as an object instead, with the same content.
  */
 function logRequest(app: Instance, x: Exchange, status: number, elapsed: number): void {
@@ -114,6 +115,7 @@ function logRequest(app: Instance, x: Exchange, status: number, elapsed: number)
     });
     return;
   }
+  sawNonAscii = false;
   // Request ids are ours or match SANE_REQUEST_ID (request.ts): nothing in them to escape.
   let line = `,"reqId":"${x.reqId}${methodField(req.method ?? '')}${jsonString(req.url ?? '')}${peerFields(req, x.config)}`;
   if (userAgent !== undefined) line += `,"headers":{"user-agent":${jsonString(userAgent)}}`;
@@ -121,7 +123,9 @@ function logRequest(app: Instance, x: Exchange, status: number, elapsed: number)
   // Error codes are ours (plain identifiers); messages may quote the client.
   if (error !== undefined) line += `,"err":{"type":"ApiError","code":"${error.code}","message":${jsonString(error.message)}}`;
   line += `,"responseTime":${hundredths(Math.round(elapsed * 100))}${keyField(x.keyName)}`;
-  logger.logJson('info', 'request completed', line);
+  // The method and address fields are ASCII (a method is a token, an address digits, hex and
+  // punctuation); a key name's field is remembered with its own answer.
+  logger.logJson('info', 'request completed', line, !sawNonAscii && (x.keyName === undefined || lastKeyAscii));
 }
 
 /** `","req":{"method":"GET","url":` by method: a handful of strings, made once each. */
@@ -131,7 +135,8 @@ function methodField(method: string): string {
   let field = methodFields.get(method);
   if (field === undefined) {
     field = `","req":{"method":${jsonString(method)},"url":`;
-    if (methodFields.size < 64) methodFields.set(method, field);
+    // Methods are tokens (ASCII); one that was not would not be remembered as if it were.
+    if (methodFields.size < 64 && !sawNonAscii) methodFields.set(method, field);
   }
   return field;
 }
@@ -174,12 +179,18 @@ function statusFields(status: number): string {
 /** The last key name logged and its field: consecutive answers are mostly for one key. */
 let lastKeyName: string | undefined;
 let lastKeyField = '';
+/** Whether lastKeyField is ASCII. */
+let lastKeyAscii = true;
 
 function keyField(name: string | undefined): string {
   if (name === undefined) return '';
   if (name !== lastKeyName) {
+    const before = sawNonAscii;
+    sawNonAscii = false;
     lastKeyName = name;
     lastKeyField = `,"key":${jsonString(name)}`;
+    lastKeyAscii = !sawNonAscii;
+    sawNonAscii = before;
   }
   return lastKeyField;
 }
@@ -201,6 +212,13 @@ export function hundredths(h: number): string {
 const HEX = '0123456789abcdef';
 
 /**
+ * Set by jsonString when a string had a character above U+007F (left in the text, as
+ * JSON.stringify leaves it): the access line is then not all ASCII, and its output must
+ * encode it as UTF-8. Cleared by logRequest before each line.
+ */
+let sawNonAscii = false;
+
+/**
  * A string as JSON text, exactly as JSON.stringify writes it: quotes, backslashes and
  * control characters escaped (\n, \t, ... or \u00XX), and lone surrogates as \uXXXX.
  * The common case, nothing to escape, is one scan and one concatenation.
@@ -210,7 +228,7 @@ export function jsonString(s: string): string {
   let i = 0;
   for (; i < n; i++) {
     const c = s.charCodeAt(i);
-    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) break;
+    if (c < 0x20 || c === 0x22 || c === 0x5c || c >= 0x80) break;
   }
   if (i === n) return `"${s}"`;
   let out = `"${s.slice(0, i)}`;
@@ -224,7 +242,9 @@ export function jsonString(s: string): string {
       esc = '\\"';
     } else if (c === 0x5c) {
       esc = '\\\\';
-    } else if (c >= 0xd800 && c <= 0xdfff) {
+    } else if (c >= 0x80) {
+      sawNonAscii = true;
+      if (c < 0xd800 || c > 0xdfff) continue;
       const next = i + 1 < n ? s.charCodeAt(i + 1) : 0;
       if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
         i++; // a well-formed pair: written as it is

@@ -15,7 +15,8 @@
 // BENCH_BEFORE), INSTR_REQUESTS (2000), INSTR_WARMUP (4000 requests), INSTR_CONNECTIONS (1),
 // INSTR_RUNS (2 per server: the spread, from V8's own timing of optimization and GC, is a few
 // percent). Needs valgrind (apt-get install -y valgrind). The servers run two at a time.
-// `petstore+log` is petstore as shipped, access log on (its stdout drained by this script).
+// `petstore+log` is petstore as shipped, access log on (its stdout drained by this script);
+// `petstore+log@before` the same with the BENCH_BEFORE bundle.
 // `shared` (and `shared@before`, with BENCH_BEFORE) run the same bundle on a PostgreSQL store
 // with Redis limits (both started here, once, and left unpinned) instead of --memory:
 //   INSTR_SERVERS=petstore,shared,shared@before INSTR_CONNECTIONS=16 node instructions.mjs
@@ -40,6 +41,7 @@ const SCRIPTS = {
   petstore: join(ROOT, 'dist', 'petstore.js'),
   'petstore@before': BEFORE,
   'petstore+log': join(ROOT, 'dist', 'petstore.js'),
+  'petstore+log@before': BEFORE,
   shared: join(ROOT, 'dist', 'petstore.js'),
   'shared@before': BEFORE,
   ceiling: join(ROOT, 'test', 'bench', 'peers', 'ceiling.mjs'),
@@ -57,7 +59,7 @@ async function count(name, scenario) {
   const out = join(tmpdir(), `petstore-instructions-${process.pid}-${name.replace(/\W/g, '_')}-${scenario}-${Math.random().toString(36).slice(2)}`);
   const peer = name === 'ceiling';
   const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file',
-    process.execPath, script, '--config', CONFIG, ...(name.startsWith('shared') ? await sharedBackendArgs() : ['--memory']), '--port', '0', ...(peer ? [] : ['--log-level', name === 'petstore+log' ? 'info' : 'warn'])];
+    process.execPath, script, '--config', CONFIG, ...(name.startsWith('shared') ? await sharedBackendArgs() : ['--memory']), '--port', '0', ...(peer ? [] : ['--log-level', name.startsWith('petstore+log') ? 'info' : 'warn'])];
   const proc = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (c) => (stderr = (stderr + c).slice(-4000)));

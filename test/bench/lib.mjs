@@ -27,10 +27,14 @@ export const SERVERS = {
   'fsync-baseline': { script: join(BENCH_DIR, 'peers', 'fsync-baseline.mjs'), args: [] },
 };
 
-// BENCH_BEFORE=path/to/an/older/petstore.js adds `petstore@before`, run exactly like `petstore`,
+// BENCH_BEFORE=path/to/an/older/petstore.js adds `petstore@before`, run exactly like `petstore`
+// (and `petstore+log@before`, like `petstore+log`),
 // so a change is measured before and after in the same run (only ratios from one run mean anything).
 export const BEFORE = process.env.BENCH_BEFORE;
-if (BEFORE) SERVERS['petstore@before'] = { script: BEFORE, args: SERVERS.petstore.args };
+if (BEFORE) {
+  SERVERS['petstore@before'] = { script: BEFORE, args: SERVERS.petstore.args };
+  SERVERS['petstore+log@before'] = { script: BEFORE, args: SERVERS['petstore+log'].args };
+}
 
 export function have(command) {
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;

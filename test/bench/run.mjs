@@ -14,9 +14,10 @@
 //   BENCH_CONNECTIONS   wrk connections for the GET scenarios (64; POST always uses 64)
 //   BENCH_SCENARIOS     comma list of: list, get, create, nokey, badlimit, startup (all)
 //   BENCH_SERVERS       comma list of: petstore, petstore+log, fastify, fastify+log, express, ceiling, ceiling+store,
-//                       fsync-baseline, petstore@before (all)
+//                       fsync-baseline, petstore@before, petstore+log@before (all)
 //   BENCH_BEFORE        path of an older dist/petstore.js: adds the row `petstore@before` to every
-//                       petstore scenario, for before/after ratios from one run
+//                       petstore scenario (and `petstore+log@before` beside `petstore+log`), for
+//                       before/after ratios from one run
 //   BENCH_PETSTORE_LOG  petstore's --log-level for the `petstore` rows (warn: no request log, like the peers)
 //   BENCH_STARTUP_RUNS  runs of the startup measurement (20)
 //   BENCH_BUILD         0 to skip `node build.mjs --tests` at the repository root first
@@ -93,7 +94,11 @@ const STARTUP_SERVERS = ['petstore', 'fastify', 'express', 'ceiling'];
 
 // With BENCH_BEFORE, every scenario that measures petstore measures the older bundle beside it.
 if (BEFORE) {
-  for (const scenario of SCENARIOS) scenario.servers.splice(1, 0, 'petstore@before');
+  for (const scenario of SCENARIOS) {
+    scenario.servers.splice(1, 0, 'petstore@before');
+    const log = scenario.servers.indexOf('petstore+log');
+    if (log !== -1) scenario.servers.splice(log + 1, 0, 'petstore+log@before');
+  }
   STARTUP_SERVERS.splice(1, 0, 'petstore@before');
 }
 

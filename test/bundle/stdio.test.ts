@@ -117,3 +117,25 @@ test('the dropped lines are counted, and said in a warn line once stdout is read
     assert.equal(await srv.stop(), 0, srv.stderr());
   }
 });
+
+test('access lines: the ready line first, then every answered request\'s line, all written by the time SIGTERM has stopped the process', async () => {
+  const dir = tempDir();
+  const srv = await startBundle(['--config', writeConfig(dir), '--memory', '--log-level', 'info'], { cwd: dir });
+  try {
+    const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+    const ids = await mapLimit(Array.from({ length: 300 }, (_, i) => i), 16, async (i) => {
+      const r = await httpRequest(`${srv.url}/pets?limit=${(i % 5) + 1}`, { agent, headers: { authorization: `Bearer ${KEYS.enterprise}`, 'x-request-id': `flush-${i}` } });
+      assert.equal(r.status, 200);
+      return `flush-${i}`;
+    });
+    agent.destroy();
+    assert.equal(await srv.stop('SIGTERM'), 0, srv.stderr());
+    const lines = srv.stdout().split('\n');
+    assert.match(lines[0] ?? '', /^petstore listening on http:\/\//);
+    assert.equal(lines.at(-1), '', 'ends with a whole line');
+    const logged = new Set(lines.slice(1, -1).map((l) => (JSON.parse(l) as { reqId?: string }).reqId));
+    for (const id of ids) assert.ok(logged.has(id), `no line for ${id}`);
+  } finally {
+    srv.proc.kill('SIGKILL');
+  }
+});

@@ -7,6 +7,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { startPetstore } from '../../src/server/start.js';
 import { StartError } from '../../src/core/index.js';
@@ -124,6 +125,35 @@ describe('--workers 2 on PostgreSQL and Redis', { skip }, () => {
     await until('the workers started line', () => workerPids(svc).length === 2);
     assert.equal(svc.stdout().split('\n').filter((l) => l.startsWith('petstore listening')).length, 1);
     for (const pid of workerPids(svc)) assert.ok(alive(pid));
+  });
+
+  it('under concurrent load the access lines of both workers on the one stdout are whole lines, none cut by another', async () => {
+    // Long lines (a user agent of 1,500 characters, one not ASCII: node's client sends it as
+    // Latin-1, the server reads it so, the line has it in UTF-8), so that a batch is several
+    // pipe-atomic pieces, from many connections at once, so that both workers write together.
+    const agentText = `load-${'u'.repeat(1500)}-\u00e9`;
+    const agent = new Agent({ keepAlive: true, maxSockets: 32 });
+    const get = (): Promise<void> => new Promise((resolve, reject) => {
+      const req = request(`${svc.url}/pets?limit=1`, { agent, headers: { authorization: `Bearer ${KEYS.enterprise}`, 'user-agent': agentText } }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    try {
+      await Promise.all(Array.from({ length: 400 }, get));
+    } finally {
+      agent.destroy();
+    }
+    const ours = (): Array<Record<string, unknown>> => logLines(svc).filter((l) => (l.req as { headers?: Record<string, string> } | undefined)?.headers?.['user-agent'] === agentText);
+    await until('400 access lines', () => ours().length >= 400);
+    for (const line of svc.stdout().split('\n')) {
+      if (line === '' || line.startsWith('petstore listening')) continue;
+      assert.doesNotThrow(() => JSON.parse(line), `a line cut or mixed: ${line.slice(0, 120)}...${line.slice(-120)}`);
+    }
+    assert.equal(ours().length, 400);
+    assert.equal(new Set(ours().map((l) => l.pid)).size, 2, 'both workers logged');
   });
 
   it('spreads requests over both workers', async () => {

@@ -3,11 +3,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { createApp } from '../../src/http/app.js';
 import { hundredths, jsonString } from '../../src/http/send.js';
 import { systemClock } from '../../src/core/clock.js';
-import { jsonLogger } from '../../src/core/log.js';
+import { batchingSink, jsonLogger } from '../../src/core/log.js';
 import type { Logger } from '../../src/core/index.js';
 import { parseConfig } from '../../src/config/index.js';
 import { ROUTES } from '../../src/api/routes.js';
@@ -142,4 +142,56 @@ test('the address fields: once per connection, but per request when taken from X
   assert.deepEqual(lines.map((l) => l.req.remoteAddress), ['203.0.113.7', '10.0.0.1', '127.0.0.1', '127.0.0.1']);
   assert.deepEqual(lines.map((l) => l.key), ['one "quoted"', 'two', 'one "quoted"', 'one "quoted"']);
   assert.equal(new Set(lines.map((l) => l.req.remotePort)).size, 1, 'one connection');
+});
+
+test('through the output buffer, every line is what the logger wrote, in UTF-8: non-ASCII user agent and key name, and ASCII lines after them', async () => {
+  const text: string[] = [];
+  const bytes: Buffer[] = [];
+  const out = batchingSink((b) => bytes.push(Buffer.from(b)));
+  out.release();
+  const config = parseConfig(testConfig({ keys: [
+    { key: 'k-one-0123456789abcdef', plan: 'free', name: 'cl\u00e9 \u20ac' },
+    { key: 'k-two-0123456789abcdef', plan: 'free', name: 'two' },
+  ] }), 'test', process.cwd());
+  const app = createApp({
+    store: openMemoryStore(), clock: systemClock,
+    logger: jsonLogger('info', (line, ascii) => { text.push(line); out.sink(line, ascii); }),
+    keyLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
+    addressLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
+    config: () => config, publicBase: undefined, routes: ROUTES,
+  });
+  const server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    // Raw bytes: a user agent in UTF-8, as a client sends it (node reads it as Latin-1, and the
+    // line writes each of those characters in UTF-8, as JSON.stringify and the stream did).
+    // A URL cannot carry such bytes: node's parser refuses them before any handler runs.
+    const ask = (path: string, key: string, agent = 'plain'): Buffer => Buffer.concat([
+      Buffer.from(`GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nUser-Agent: `),
+      Buffer.from(agent, 'utf8'), Buffer.from('\r\n\r\n'),
+    ]);
+    const socket = connect(port, '127.0.0.1');
+    socket.resume();
+    socket.write(Buffer.concat([
+      ask('/v1/pets', 'k-one-0123456789abcdef'),
+      ask('/v1/pets/caf%C3%A9', 'k-two-0123456789abcdef', 'agent \u00e9\u20ac \ud83d\ude00'),
+      ask('/v1/pets?name=%C3%A9', 'k-two-0123456789abcdef', 'caf\u00e9'),
+      ask('/v1/pets', 'k-two-0123456789abcdef'),
+      ask('/v1/pets', 'k-one-0123456789abcdef'),
+      ask('/v1/pets?limit=1', 'k-two-0123456789abcdef'),
+    ]));
+    for (let i = 0; i < 200 && text.length < 6; i++) await new Promise((r) => setTimeout(r, 10));
+    socket.destroy();
+  } finally {
+    server.close();
+  }
+  out.flush();
+  assert.equal(text.length, 6, text.join(''));
+  assert.equal(Buffer.concat(bytes).toString('utf8'), text.join(''));
+  assert.equal(Buffer.concat(bytes).length, Buffer.byteLength(text.join('')));
+  const lines = text.map((l) => JSON.parse(l) as { req: { url: string; headers?: Record<string, string> }; key: string });
+  assert.deepEqual(lines.map((l) => l.key), ['cl\u00e9 \u20ac', 'two', 'two', 'two', 'cl\u00e9 \u20ac', 'two']);
+  assert.equal(lines[1]?.req.headers?.['user-agent'], Buffer.from('agent \u00e9\u20ac \ud83d\ude00', 'utf8').toString('latin1'));
+  assert.equal(lines[2]?.req.headers?.['user-agent'], 'caf\u00c3\u00a9');
 });
