@@ -154,6 +154,22 @@ export function cpuMeter(components) {
   };
 }
 
+/**
+ * Pins every process of the engines (`enginesOf`: the postmaster and each backend, redis-server)
+ * to `cpus` (a taskset list; '0,1' undoes it), threads included; backends forked later inherit
+ * the postmaster's affinity. Returns how many processes were moved.
+ */
+export function pinEngines(engines, cpus) {
+  const table = processTable();
+  let moved = 0;
+  for (const how of Object.values(engines)) {
+    for (const pid of byCommandLine(table, how.cmd)) {
+      if (spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { encoding: 'utf8' }).status === 0) moved++;
+    }
+  }
+  return moved;
+}
+
 /** Components that can use one core at most (single-threaded): Redis. */
 const SINGLE_CORE = new Set(['redis']);
 

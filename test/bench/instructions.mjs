@@ -112,7 +112,8 @@ async function count(name, scenario) {
     await exited;
   }
   const totals = /^totals: (\d+)/m.exec(readFileSync(out, 'utf8'));
-  rmSync(out, { force: true });
+  if (env.INSTR_KEEP === undefined) rmSync(out, { force: true });
+  else process.stderr.write(`callgrind output kept: ${out}\n`);
   if (totals === null) throw new Error(`${name}: no totals in the callgrind output`);
   return Number(totals[1]) / N;
 }

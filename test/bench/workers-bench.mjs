@@ -4,7 +4,10 @@
 //   shared x2  --workers 2 on the same backends                          (petstore on CPU 0)
 //   and both shared modes again with petstore on CPUs 0-1 (MODES below).
 // wrk is on CPU 1 in every mode; PostgreSQL and Redis are not pinned: on this 2-core VM they
-// share both cores with everything else. With the shared backends it also counts, per request,
+// share both cores with everything else, petstore's included. The modes whose name says
+// "backends on CPU 1" pin them (every PostgreSQL process and redis-server) to wrk's CPU
+// instead, which leaves CPU 0 to petstore alone as in the file mode: on two cores the closest
+// model of a deployment, where they run on machines of their own. With the shared backends it also counts, per request,
 // the Redis commands sent (INFO commandstats) and the PostgreSQL statements run
 // (pg_stat_statements), and the CPU seconds of every process (petstore and its workers, every
 // PostgreSQL backend, redis-server, from /proc) per request, from which it PROJECTS the
@@ -16,7 +19,7 @@
 // (BENCH_SECONDS=1 for a smoke run).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { capacity, capacityTable, cpuMeter, enginesOf, startPinned, wrkDuring, writeBenchConfig } from './backends-lib.mjs';
+import { capacity, capacityTable, cpuMeter, enginesOf, pinEngines, startPinned, wrkDuring, writeBenchConfig } from './backends-lib.mjs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -63,6 +66,7 @@ const MODES = [
   ['file', '0', ['--data', join(dir, 'pets.json')]],
   ['shared', '0', ['--store', pg.url, '--limits', redis.url]],
   ['shared x2', '0', ['--store', pg.url, '--limits', redis.url, '--workers', '2']],
+  ['shared (backends on CPU 1)', '0', ['--store', pg.url, '--limits', redis.url]],
   ['shared, CPUs 0-1', '0,1', ['--store', pg.url, '--limits', redis.url]],
   ['shared x2, CPUs 0-1', '0,1', ['--store', pg.url, '--limits', redis.url, '--workers', '2']],
   // The peer to beat on the same backends: Fastify + postgres.js + rate-limiter-flexible (its own table).
@@ -74,12 +78,16 @@ const BEFORE = process.env.BENCH_BEFORE;
 if (BEFORE) {
   MODES.push(['file@before', '0', ['--data', join(dir, 'pets-before.json')], {}, BEFORE]);
   MODES.push(['shared@before', '0', ['--store', pg.url, '--limits', redis.url], {}, BEFORE]);
+  MODES.push(['shared@before (backends on CPU 1)', '0', ['--store', pg.url, '--limits', redis.url], {}, BEFORE]);
 }
+/** The CPUs PostgreSQL and Redis run on in a mode: wrk's in the modes that say so, else both. */
+const backendCpus = (mode) => (mode.endsWith('(backends on CPU 1)') ? '1' : '0,1');
 const ALL_OPS = [['list', 'wrk/get.lua', '/pets?limit=20'], ['get', 'wrk/get.lua', '/pets/100'], ['create', 'wrk/post.lua', '/pets']];
 // BENCH_OPS=create (comma-separated) runs only those operations; BENCH_MODES=shared,shared x2 only those modes.
 const OPS = process.env.BENCH_OPS ? ALL_OPS.filter(([op]) => process.env.BENCH_OPS.split(',').includes(op)) : ALL_OPS;
 if (process.env.BENCH_MODES) {
-  const keep = process.env.BENCH_MODES.split(',');
+  // (';' separates names that hold a comma: BENCH_MODES='file;shared, CPUs 0-1'.)
+  const keep = process.env.BENCH_MODES.split(process.env.BENCH_MODES.includes(';') ? ';' : ',');
   for (let i = MODES.length - 1; i >= 0; i--) if (!keep.includes(MODES[i][0])) MODES.splice(i, 1);
 }
 // BENCH_ROUNDS=n: every mode n times, interleaved (mode A, B, ..., A, B, ...); the best round of each is shown.
@@ -111,6 +119,8 @@ const has = (mode) => results[mode] !== undefined;
 try {
   for (let round = 0; round < ROUNDS; round++) {
     for (const [mode, cpus, args, env, script] of MODES) {
+      // Before the server starts: the backends its pool opens inherit the postmaster's CPUs.
+      pinEngines(enginesOf(pg, redis), backendCpus(mode));
       const srv = await startPinned(cpus, config, args, env, script);
       if (round === 0 && !mode.startsWith('shared x2')) {
         for (let i = 0; i < 200; i++) {
@@ -146,7 +156,10 @@ try {
         const seconds = r.duration_us / 1e6;
         const rps = Math.round(r.requests / seconds);
         const prev = results[mode][op];
-        if (ROUNDS > 1) console.log(`${op}, ${mode}, round ${round + 1}: ${rps}/s`);
+        // Busy and waiting, per second of run: petstore on its CPU, runnable but waiting for a
+        // CPU (another process had it), and the others' CPU. Idle time is what is left.
+        const perSecond = Object.entries(cpu).map(([k, v]) => `${k} ${(v.seconds / seconds).toFixed(2)} on CPU, ${(v.waited / seconds).toFixed(2)} waiting`).join('; ');
+        console.log(`${op}, ${mode}, round ${round + 1}: ${rps}/s; s per s of run: ${perSecond}`);
         if (mode.includes('x2')) {
           console.log(`${op}, ${mode}, round ${round + 1}: connections per process ${JSON.stringify(spread)} (a pid pair: both hold it), CPU s per process ${JSON.stringify(perProcess(cpu.petstore.perPid))}, ` +
             `PostgreSQL processes ${cpu.postgres.processes}; s runnable but waiting for a CPU: ${JSON.stringify(Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Number(v.waited.toFixed(2))])))}`);
@@ -182,10 +195,10 @@ console.log('counted: the up to 64 requests still in flight when wrk stops infla
 const cell = (mode, op, f) => (has(mode) && results[mode][op] !== undefined ? f(results[mode][op]) : '-');
 const rpsOf = (mode, op) => cell(mode, op, (x) => `${x.rps}/s`);
 const ratio = (a, b, op) => (has(a) && has(b) && results[a][op] && results[b][op] ? `${(results[a][op].rps / results[b][op].rps).toFixed(2)}x` : '-');
-console.log('| operation | file | shared (PostgreSQL + Redis) | shared/file | shared, 2 workers | 2 vs 1 | shared, CPUs 0-1 | 2 workers, CPUs 0-1 | 2 vs 1 | Fastify stack | shared vs stack |');
-console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+console.log('| operation | file | shared (PostgreSQL + Redis) | shared/file | shared, backends on CPU 1 | /file | shared, 2 workers | 2 vs 1 | shared, CPUs 0-1 | 2 workers, CPUs 0-1 | 2 vs 1 | Fastify stack | shared vs stack |');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const [op] of OPS) {
-  console.log(`| ${op} | ${rpsOf('file', op)} | ${rpsOf('shared', op)} | ${ratio('shared', 'file', op)} | ${rpsOf('shared x2', op)} | ${ratio('shared x2', 'shared', op)} | ` +
+  console.log(`| ${op} | ${rpsOf('file', op)} | ${rpsOf('shared', op)} | ${ratio('shared', 'file', op)} | ${rpsOf('shared (backends on CPU 1)', op)} | ${ratio('shared (backends on CPU 1)', 'file', op)} | ${rpsOf('shared x2', op)} | ${ratio('shared x2', 'shared', op)} | ` +
     `${rpsOf('shared, CPUs 0-1', op)} | ${rpsOf('shared x2, CPUs 0-1', op)} | ${ratio('shared x2, CPUs 0-1', 'shared, CPUs 0-1', op)} | ${rpsOf('fastify stack', op)} | ${ratio('shared', 'fastify stack', op)} |`);
 }
 console.log('\nPer request, and the group commit (creates per batch statement, batches and commits per second, statements waiting for the id lock on average):');
@@ -202,16 +215,24 @@ for (const [mode] of MODES) {
   }
 }
 if (BEFORE) {
-  console.log(`\nBefore (${BEFORE}) and after, same run:`);
-  console.log('| operation | file before | file after | after/before | shared before | shared after | after/before | shared/file before | shared/file after |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log(`\nBefore (${BEFORE}) and after, same run (CPU ms per request: petstore's, from /proc):`);
+  console.log('| operation | shared mode | file before | file after | after/before | shared before | shared after | after/before | shared/file before | shared/file after | CPU ms/req before | after |');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  const cpuOf = (mode, op) => {
+    const m = models.find((x) => x.label === `${op}, ${mode}`);
+    return m === undefined ? '-' : (m.model.perRequest.petstore * 1000).toFixed(4);
+  };
   for (const [op] of OPS) {
-    if (!has('file@before') || !has('shared@before') || !has('file') || !has('shared')) break;
+    if (!has('file@before') || !has('file') || !results['file@before'][op] || !results.file[op]) break;
     const fb = results['file@before'][op].rps;
     const fa = results.file[op].rps;
-    const sb = results['shared@before'][op].rps;
-    const sa = results.shared[op].rps;
-    console.log(`| ${op} | ${fb}/s | ${fa}/s | ${(fa / fb).toFixed(2)}x | ${sb}/s | ${sa}/s | ${(sa / sb).toFixed(2)}x | ${(sb / fb).toFixed(2)}x | ${(sa / fa).toFixed(2)}x |`);
+    for (const shared of ['shared', 'shared (backends on CPU 1)']) {
+      if (!has(`${shared.replace('shared', 'shared@before')}`) || !has(shared)) continue;
+      const sb = results[shared.replace('shared', 'shared@before')][op].rps;
+      const sa = results[shared][op].rps;
+      console.log(`| ${op} | ${shared} | ${fb}/s | ${fa}/s | ${(fa / fb).toFixed(2)}x | ${sb}/s | ${sa}/s | ${(sa / sb).toFixed(2)}x | ${(sb / fb).toFixed(2)}x | ${(sa / fa).toFixed(2)}x | ` +
+        `${cpuOf(shared.replace('shared', 'shared@before'), op)} | ${cpuOf(shared, op)} |`);
+    }
   }
 }
 console.log(`\nCapacity model (${durability}). CPU ms per request of each component, measured over the runs above,`);

@@ -161,6 +161,34 @@ describe('Redis limiter', { skip }, () => {
     assert.equal((await limiter.take('k', FREE)).remaining, '57', 'the state in Redis was kept: 3 charged there');
   });
 
+  it('round trips in flight share one watchdog: no timer per round trip, and a hung Redis still fails each in time', async (t) => {
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const log = recorder();
+    const limiter = await openRedisLimiter(redis.url, { prefix: 'watch:', clock: new ManualClock(), ban: BAN, logger: log, probeEveryMs: 60_000 });
+    t.after(() => limiter.close());
+    await limiter.take('k0', FREE);
+    const idle = timers();
+    // Four round trips in flight (MAX_IN_FLIGHT), each sent in a turn of its own, then more
+    // queued behind them, all waiting for a Redis that does not answer.
+    redis.pause();
+    t.after(() => redis.resume());
+    const pending: Array<Promise<LimitResult>> = [];
+    for (let i = 1; i <= 6; i++) {
+      pending.push(limiter.take(`k${i}`, FREE) as Promise<LimitResult>);
+      await new Promise((r) => setImmediate(r));
+    }
+    assert.equal(timers(), idle, 'no timer of their own holds the process for the round trips in flight');
+    const started = performance.now();
+    const answers = await Promise.all(pending);
+    const waited = performance.now() - started;
+    // Answered by the fallback after the command timeout (250 ms); ids Redis never told it of
+    // start empty there, so they are refused.
+    assert.deepEqual(answers.map((a) => a.outcome), Array(6).fill('rate_limited'));
+    assert.ok(waited >= 150 && waited < 2_000, `waited ${waited.toFixed(0)} ms`);
+    assert.equal(limiter.shared, false);
+    assert.equal(log.lines.filter((l) => l.level === 'error').length, 1, 'one error line');
+  });
+
   it('close() while Redis hangs: the socket is released at once, nothing holds the process', async (t) => {
     const sockets = (): number => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
     const limiter = await openRedisLimiter(redis.url, { prefix: 'close:', clock: new ManualClock(), ban: BAN, logger: recorder() });

@@ -199,7 +199,10 @@ export class RedisLimiter implements Limiter {
       total += count;
     }
     if (total !== n) return bad();
-    const results: LimitResult[] = [];
+    // (Each waiter is a promise's resolve: it only queues the request's next step, so the
+    // fallback's copy below is in place before any of them runs.)
+    const waiters = c.waiters;
+    let w = 0;
     let minute = 0;
     let day = 0;
     for (let i = 3; i < reply.length; i += 6) {
@@ -210,7 +213,7 @@ export class RedisLimiter implements Limiter {
       const waitMs = Number(reply[i + 4]);
       if (Number(reply[i + 5]) === 0) {
         const result = limitResult(outcome, minute, day, c.limits, c.strings, waitMs, nowMs);
-        for (let k = 0; k < count; k++) results.push(result);
+        for (let k = 0; k < count; k++) waiters[w++]!(result);
         continue;
       }
       for (let k = 0; k < count; k++) {
@@ -218,11 +221,10 @@ export class RedisLimiter implements Limiter {
           minute -= MINUTE_MS;
           day -= DAY_MS;
         }
-        results.push(limitResult(outcome, minute, day, c.limits, c.strings, waitMs, nowMs));
+        waiters[w++]!(limitResult(outcome, minute, day, c.limits, c.strings, waitMs, nowMs));
       }
     }
     this.#fallback.put(c.id, c.limits, { minute, day, strikes, banMs });
-    for (let w = 0; w < n; w++) c.waiters[w]!(results[w]!);
   }
 
   /** Redis failed: the link logs it (once) and the fallback answers these requests. */

@@ -105,7 +105,6 @@ interface Batch {
   /** Jobs not answered yet (all of them, or those resent after a NOSCRIPT). */
   pending: ScriptJob[];
   readonly sentAt: number;
-  timer: NodeJS.Timeout | undefined;
   done: boolean;
   /** The generation key went with these scripts (KEYS[2]): their replies end with its token. */
   readonly generation: GenerationFeed | undefined;
@@ -127,6 +126,10 @@ export class RedisLink {
   readonly #onUp: Array<() => void> = [];
   /** Jobs waiting for the next pipeline. */
   #queue: ScriptJob[] = [];
+  /** Batches sent and not over, which the one watchdog timer looks after. */
+  readonly #watched = new Set<Batch>();
+  /** The watchdog timer: set from its arming until its sweep has run (see #sweep). */
+  #watchdog: NodeJS.Timeout | undefined = undefined;
   #scheduled = false;
   #inFlight = 0;
   /** performance.now() of the last reply read from Redis (any command of a pipeline). */
@@ -281,12 +284,14 @@ export class RedisLink {
     this.#inFlight++;
     const generation = this.#generation;
     const batch: Batch = {
-      jobs, args: jobs.map((j) => j.seal()), pending: jobs, sentAt: performance.now(), timer: undefined, done: false,
+      jobs, args: jobs.map((j) => j.seal()), pending: jobs, sentAt: performance.now(), done: false,
       generation, seq: ++this.#sends,
     };
     this.#pipelines++;
     this.#scripts += jobs.length;
-    batch.timer = setTimeout(() => this.#check(batch), this.#timeoutMs);
+    this.#watched.add(batch);
+    // (A watchdog already armed fires before this batch's time is up, and arms the next.)
+    if (this.#watchdog === undefined) this.#arm(this.#timeoutMs);
     if (jobs.length === 1) {
       // One script (the usual batch when one id floods: its requests share one run): sent as
       // a plain command, without a pipeline object, which costs ioredis about a third more
@@ -297,7 +302,7 @@ export class RedisLink {
         ? this.#client.evalsha(SCRIPT_SHA, 1, job.key, ...batch.args[0]!, this.#replied)
         : this.#client.evalsha(SCRIPT_SHA, 2, job.key, generation.key, ...batch.args[0]!, this.#replied);
       sent.then(
-        (reply) => this.#settle(batch, [[null, reply]]),
+        (reply) => this.#settleOne(batch, reply),
         (err: unknown) => this.#settle(batch, [[err instanceof Error ? err : new Error(String(err)), undefined]]),
       );
       return;
@@ -317,6 +322,29 @@ export class RedisLink {
   readonly #replied = (): void => {
     this.#lastReplyAt = performance.now();
   };
+
+  /**
+   * The reply of a lone script (sent as a plain EVALSHA): what #deliver does for one job,
+   * without building its arrays (the usual batch when one id floods: once per round trip).
+   */
+  #settleOne(batch: Batch, raw: unknown): void {
+    if (batch.done) return; // timed out meanwhile: the fallback answered these requests
+    const job = batch.jobs[0]!;
+    const generation = batch.generation;
+    if (generation !== undefined) {
+      const last: unknown = Array.isArray(raw) ? raw[raw.length - 1] : undefined;
+      if (typeof last !== 'string' || !GENERATION_TOKEN.test(last)) {
+        this.forgetGeneration();
+        job.fail(new Error(`unexpected reply ${JSON.stringify(raw)}`));
+        return this.#finish(batch, undefined);
+      }
+      if (batch.seq > this.#fence) generation.gate.observe(last);
+      // (The reply array is this link's own: the token is taken off it rather than copied.)
+      (raw as unknown[]).pop();
+    }
+    job.settle(raw);
+    this.#finish(batch, undefined);
+  }
 
   #settle(batch: Batch, results: Array<[Error | null, unknown]> | null): void {
     if (batch.done) return; // timed out meanwhile: the fallback answered these requests
@@ -396,7 +424,7 @@ export class RedisLink {
   #finish(batch: Batch, err: unknown): void {
     if (batch.done) return;
     batch.done = true;
-    clearTimeout(batch.timer);
+    this.#watched.delete(batch);
     if (err !== undefined && batch.pending.length > 0) {
       this.forgetGeneration();
       for (const job of batch.pending) job.fail(err);
@@ -410,23 +438,44 @@ export class RedisLink {
   }
 
   /**
-   * The batch's timer fired. Our own loop may have stalled past it with the answer already in
-   * the socket: let the poll phase read it first (setImmediate runs after it), then count a
-   * timeout only if Redis has said nothing for the whole timeout.
+   * The watchdog fired. Our own loop may have stalled past it with the answers already in the
+   * socket: let the poll phase read them first (setImmediate runs after it), then sweep.
    */
-  #check(batch: Batch): void {
-    setImmediate(() => {
-      if (batch.done) return;
-      const quietMs = performance.now() - Math.max(this.#lastReplyAt, batch.sentAt);
-      if (quietMs < this.#timeoutMs) {
-        batch.timer = setTimeout(() => this.#check(batch), this.#timeoutMs - quietMs);
-        return;
-      }
-      this.#finish(batch, new RedisTimeoutError(`Redis did not answer within ${this.#timeoutMs} ms`));
-    });
+  readonly #fire = (): void => {
+    setImmediate(this.#sweep);
+  };
+
+  /**
+   * Each batch sent and not over times out once Redis has said nothing for the whole timeout
+   * since it was sent; the watchdog is armed again for the first that may time out next. One
+   * timer for every batch in flight, not one set and cleared per round trip: a batch that is
+   * answered in time is only taken out of the set. Once no batch is left the watchdog stays
+   * unarmed until the next is sent.
+   */
+  readonly #sweep = (): void => {
+    this.#watchdog = undefined;
+    const now = performance.now();
+    const quietSince = this.#lastReplyAt;
+    let next = Infinity;
+    for (const batch of this.#watched) {
+      const quietMs = now - Math.max(quietSince, batch.sentAt);
+      if (quietMs >= this.#timeoutMs) this.#finish(batch, new RedisTimeoutError(`Redis did not answer within ${this.#timeoutMs} ms`));
+      else next = Math.min(next, this.#timeoutMs - quietMs);
+    }
+    // (A batch sent by #finish above, through #release, may have armed it already.)
+    if (next !== Infinity && this.#watchdog === undefined) this.#arm(next);
+  };
+
+  /**
+   * Not holding the process open by itself: a batch in flight has the connection to Redis,
+   * which does; so an armed watchdog that outlives its last batch delays no exit.
+   */
+  #arm(ms: number): void {
+    this.#watchdog = setTimeout(this.#fire, ms);
+    this.#watchdog.unref();
   }
 
-  /** `p`, or a RedisTimeoutError when Redis says nothing for the timeout (read as in #check). */
+  /** `p`, or a RedisTimeoutError when Redis says nothing for the timeout (read as in #sweep). */
   #answered<T>(p: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let settled = false;
