@@ -27,6 +27,12 @@ import { startPostgres } from '../../build/test/support/postgres.js';
 import { startRedis } from '../../build/test/support/redis.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+// BENCH_WARMUP=s: unmeasured load before each measured run (default 3 s, at most BENCH_SECONDS).
+// The shared mode's per-round-trip code (ioredis, the link) runs about thirty times less often
+// than per-request code, so V8 optimises it last: after a 1 s warm-up (about 30,000 requests)
+// callgrind still counted its optimising compiler in a fifth of the shared mode's extra
+// instructions per request.
+const WARMUP = Math.min(Number(process.env.BENCH_WARMUP ?? 3), SECONDS);
 const dir = mkdtempSync(join(tmpdir(), 'petstore-workers-bench-'));
 const config = writeBenchConfig(dir);
 
@@ -131,7 +137,7 @@ try {
       for (const [op, wrkScript, path] of OPS) {
         // Warm-up, not measured: the JIT, the pools' connections, the read cache, and (with
         // workers) the primary handing the 64 connections over to the workers one by one.
-        await wrkDuring(wrkScript, `${srv.url}${path}`, Math.min(1, SECONDS), () => undefined);
+        await wrkDuring(wrkScript, `${srv.url}${path}`, WARMUP, () => undefined);
         const shared = !mode.startsWith('file');
         const before = shared ? await counts() : undefined;
         const meter = cpuMeter(shared
