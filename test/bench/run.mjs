@@ -234,6 +234,17 @@ async function runScenario(scenario, tmp) {
   return { scenario, connections, rows: [...rows.values()] };
 }
 
+/**
+ * The median over rounds of petstore's requests/s over the peer's in the same round. Both ran
+ * within seconds of each other, so a slow spell of the machine that spans a round weighs on
+ * both sides of its ratio instead of on one server's median.
+ */
+function pairedRatio(petstore, peer) {
+  const n = Math.min(petstore.length, peer.length);
+  if (n === 0) return 'n/a';
+  return `${median(Array.from({ length: n }, (_, i) => petstore[i] / peer[i])).toFixed(2)}x`;
+}
+
 function summarize(row) {
   if (row.rounds.length === 0) return undefined;
   const rps = row.rounds.map((r) => r.requests / (r.duration_us / 1e6));
@@ -291,8 +302,8 @@ function gitDescribe() {
 
 function renderTable(measured, startup) {
   const lines = [];
-  lines.push('| scenario | server | requests/s | spread | p50 ms | p99 ms | non-expected / errors | petstore / peer |');
-  lines.push('|---|---|---:|---:|---:|---:|---:|---:|');
+  lines.push('| scenario | server | requests/s | spread | p50 ms | p99 ms | non-expected / errors | petstore / peer | paired |');
+  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const { scenario, connections, rows } of measured) {
     const petstore = rows.find((r) => r.name === 'petstore');
     const ps = petstore && !petstore.failure ? summarize(petstore) : undefined;
@@ -300,13 +311,14 @@ function renderTable(measured, startup) {
       const title = `${scenario.title}${scenario.connections ? '' : ` (${connections} conn)`}, expect ${scenario.expect}`;
       const s = row.failure ? undefined : summarize(row);
       if (!s) {
-        lines.push(`| ${title} | ${row.name} | not measured: ${(row.failure ?? 'no rounds').replaceAll('|', '/')} | | | | | |`);
+        lines.push(`| ${title} | ${row.name} | not measured: ${(row.failure ?? 'no rounds').replaceAll('|', '/')} | | | | | | |`);
         continue;
       }
       const ratio = row.name === 'petstore' ? '—' : ps ? `${(ps.rps / s.rps).toFixed(2)}x` : 'n/a';
       const errs = `${s.unexpected} / ${s.socketErrors}${row.exit ? ` (${row.exit})` : ''}`;
       const spread = `±${((s.spread / 2) * 100).toFixed(0)}%`;
-      lines.push(`| ${title} | ${row.name} | ${fmtInt(s.rps)} | ${spread} | ${fmtMs(s.p50)} | ${fmtMs(s.p99)} | ${errs} | ${ratio} |`);
+      const paired = row.name === 'petstore' ? '—' : ps ? pairedRatio(ps.rpsAll, s.rpsAll) : 'n/a';
+      lines.push(`| ${title} | ${row.name} | ${fmtInt(s.rps)} | ${spread} | ${fmtMs(s.p50)} | ${fmtMs(s.p99)} | ${errs} | ${ratio} | ${paired} |`);
     }
   }
   if (startup) {
@@ -315,12 +327,12 @@ function renderTable(measured, startup) {
     for (const row of startup.results) {
       const title = `startup: spawn to first 200 (${STARTUP_RUNS} runs)`;
       if (row.failure) {
-        lines.push(`| ${title} | ${row.name} | not measured: ${row.failure.replaceAll('|', '/')} | | | | | |`);
+        lines.push(`| ${title} | ${row.name} | not measured: ${row.failure.replaceAll('|', '/')} | | | | | | |`);
         continue;
       }
       const med = median(row.times);
       const ratio = row.target === 'petstore' ? '—' : psMed ? `${(psMed / med).toFixed(2)}x time` : 'n/a';
-      lines.push(`| ${title} | ${row.name} | — | | ${med.toFixed(1)} | ${percentile(row.times, 99).toFixed(1)} | 0 | ${ratio} |`);
+      lines.push(`| ${title} | ${row.name} | — | | ${med.toFixed(1)} | ${percentile(row.times, 99).toFixed(1)} | 0 | ${ratio} | |`);
     }
     if (startup.hyperfine) {
       const psH = startup.hyperfine.get('petstore');
@@ -329,7 +341,7 @@ function renderTable(measured, startup) {
         if (!h) continue;
         const ratio = row.target === 'petstore' ? '—' : psH ? `${(psH.median / h.median).toFixed(2)}x time` : 'n/a';
         lines.push(
-          `| startup: hyperfine, probe process wall time | ${row.name} | — | | ${(h.median * 1000).toFixed(1)} | ${(h.max * 1000).toFixed(1)} | 0 | ${ratio} |`,
+          `| startup: hyperfine, probe process wall time | ${row.name} | — | | ${(h.median * 1000).toFixed(1)} | ${(h.max * 1000).toFixed(1)} | 0 | ${ratio} | |`,
         );
       }
     }
@@ -380,7 +392,8 @@ const header = [
   '',
   'spread = half the range of requests/s over the rounds, relative to the median. ' +
     'non-expected = responses whose status was not the expected one; errors = socket errors and timeouts. ' +
-    'petstore / peer: requests/s ratio (above 1: petstore is faster); for startup, time ratio (below 1: petstore is faster).',
+    'petstore / peer: requests/s ratio (above 1: petstore is faster); for startup, time ratio (below 1: petstore is faster). ' +
+    'paired: the median over rounds of that ratio within each round (both servers measured seconds apart).',
   '',
 ].join('\n');
 const table = renderTable(measured, startup);

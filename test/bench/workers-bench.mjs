@@ -85,6 +85,11 @@ if (BEFORE) {
   MODES.push(['file@before', '0', ['--data', join(dir, 'pets-before.json')], {}, BEFORE]);
   MODES.push(['shared@before', '0', ['--store', pg.url, '--limits', redis.url], {}, BEFORE]);
   MODES.push(['shared@before (backends on CPU 1)', '0', ['--store', pg.url, '--limits', redis.url], {}, BEFORE]);
+  // Selected by name only (BENCH_MODES): one and two workers on CPUs 0-1 with that bundle.
+  if (process.env.BENCH_MODES) {
+    MODES.push(['shared, CPUs 0-1@before', '0,1', ['--store', pg.url, '--limits', redis.url], {}, BEFORE]);
+    MODES.push(['shared x2, CPUs 0-1@before', '0,1', ['--store', pg.url, '--limits', redis.url, '--workers', '2'], {}, BEFORE]);
+  }
 }
 /** The CPUs PostgreSQL and Redis run on in a mode: wrk's in the modes that say so, else both. */
 const backendCpus = (mode) => (mode.endsWith('(backends on CPU 1)') ? '1' : '0,1');
