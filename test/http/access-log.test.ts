@@ -2,7 +2,7 @@
 // the strings a client controls escaped (by hand, as JSON.stringify would).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Agent, createServer, request } from 'node:http';
+import { Agent, createServer, request, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { createApp } from '../../src/http/app.js';
 import { hundredths, jsonString } from '../../src/http/send.js';
@@ -35,9 +35,8 @@ test('jsonString writes every string exactly as JSON.stringify does', () => {
   for (const s of samples) assert.equal(jsonString(s), JSON.stringify(s), JSON.stringify(s));
 });
 
-/** Serves one app with `logger` and sends the same odd request to it; the fields logged. */
-async function logged(logger: Logger, lines: () => Array<Record<string, unknown>>): Promise<Record<string, unknown>> {
-  const config = parseConfig(testConfig(), 'test', process.cwd());
+/** An app on the memory store with `config` and `logger`, listening on a free port. */
+async function serve(config: ReturnType<typeof parseConfig>, logger: Logger): Promise<{ server: Server; port: number }> {
   const app = createApp({
     store: openMemoryStore(), clock: systemClock, logger,
     keyLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
@@ -46,8 +45,13 @@ async function logged(logger: Logger, lines: () => Array<Record<string, unknown>
   });
   const server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+/** Serves one app with `logger` and sends the same odd request to it; the fields logged. */
+async function logged(logger: Logger, lines: () => Array<Record<string, unknown>>): Promise<Record<string, unknown>> {
+  const { server, port } = await serve(parseConfig(testConfig(), 'test', process.cwd()), logger);
   try {
-    const { port } = server.address() as AddressInfo;
     await new Promise<void>((resolve, reject) => {
       const req = request({
         port, host: '127.0.0.1', path: '/v1/pe\\ts?x=%22{}|^', method: 'GET',
@@ -109,17 +113,9 @@ test('the address fields: once per connection, but per request when taken from X
     { key: 'k-one-0123456789abcdef', plan: 'free', name: 'one "quoted"' },
     { key: 'k-two-0123456789abcdef', plan: 'free', name: 'two' },
   ] }), 'test', process.cwd());
-  const app = createApp({
-    store: openMemoryStore(), clock: systemClock, logger: jsonLogger('info', (l) => text.push(l)),
-    keyLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
-    addressLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
-    config: () => config, publicBase: undefined, routes: ROUTES,
-  });
-  const server = createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { server, port } = await serve(config, jsonLogger('info', (l) => text.push(l)));
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   try {
-    const { port } = server.address() as AddressInfo;
     const send = (headers: Record<string, string>): Promise<void> => new Promise((resolve, reject) => {
       const req = request({ port, host: '127.0.0.1', path: '/v1/pets', agent, headers }, (res) => {
         res.resume();
@@ -153,17 +149,8 @@ test('through the output buffer, every line is what the logger wrote, in UTF-8: 
     { key: 'k-one-0123456789abcdef', plan: 'free', name: 'cl\u00e9 \u20ac' },
     { key: 'k-two-0123456789abcdef', plan: 'free', name: 'two' },
   ] }), 'test', process.cwd());
-  const app = createApp({
-    store: openMemoryStore(), clock: systemClock,
-    logger: jsonLogger('info', (line, ascii) => { text.push(line); out.sink(line, ascii); }),
-    keyLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
-    addressLimiter: new MemoryLimiter({ clock: systemClock, ban: config.ban }),
-    config: () => config, publicBase: undefined, routes: ROUTES,
-  });
-  const server = createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { server, port } = await serve(config, jsonLogger('info', (line, ascii) => { text.push(line); out.sink(line, ascii); }));
   try {
-    const { port } = server.address() as AddressInfo;
     // Raw bytes: a user agent in UTF-8, as a client sends it (node reads it as Latin-1, and the
     // line writes each of those characters in UTF-8, as JSON.stringify and the stream did).
     // A URL cannot carry such bytes: node's parser refuses them before any handler runs.
