@@ -76,6 +76,26 @@ function shmId(dataDir: string): string | undefined {
 }
 
 /**
+ * Resolves once SysV shared memory segment `id` no longer exists (marked for removal, it goes
+ * when its last process detaches), or after `timeoutMs`; at once where /proc/sysvipc is absent.
+ */
+async function shmGone(id: string, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    let table: string;
+    try {
+      table = readFileSync('/proc/sysvipc/shm', 'utf8');
+    } catch {
+      return;
+    }
+    // "key shmid perms size cpid lpid nattch ...", one segment a line after the header.
+    const present = table.split('\n').slice(1).some((line) => line.trim().split(/\s+/)[1] === id);
+    if (!present || Date.now() >= until) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
  * The postmaster and its children. Every backend makes itself a process-group leader
  * (InitPostmasterChild), so signalling the postmaster's group does not reach them: we list
  * them from /proc instead. The postmaster comes first, so a SIGSTOP stops it forking more.
@@ -274,7 +294,12 @@ export async function startPostgres(opts: PostgresOptions = {}): Promise<Postgre
     },
     async kill() {
       await signalAndWait('SIGKILL', true, 15_000);
+      const id = shmId(dataDir);
       dropShm();
+      // The postmaster is gone, but a backend killed with it (or forked just before it died,
+      // after the list was read) may still hold the segment for a moment; a start meanwhile
+      // fails with "pre-existing shared memory block is still in use". Wait until it is gone.
+      if (id !== undefined) await shmGone(id, 15_000);
     },
     pause() {
       if (isRunning() && child?.pid !== undefined) signalAll(serverProcesses(child.pid), 'SIGSTOP');
