@@ -33,7 +33,7 @@ export type ByteWrite = (bytes: Uint8Array) => void;
 /** Log bytes that may wait in stdout for a reader before further log lines are dropped. */
 export const MAX_QUEUED_LOG_BYTES = 1024 * 1024;
 
-let stdoutAlways: Write | undefined;
+let stdoutAlways: ((chunk: string | Uint8Array) => void) | undefined;
 let stdoutLog: Write | undefined;
 let stdoutLogBytes: ByteWrite | undefined;
 let stderr: Write | undefined;
@@ -127,7 +127,7 @@ function stdoutFailure(err: NodeJS.ErrnoException): void {
   safeStderr()(`petstore: stdout failed (${err.code ?? err.message}); log lines are dropped from now on, the service keeps serving\n`);
 }
 
-function guardedStdout(): Write {
+function guardedStdout(): (chunk: string | Uint8Array) => void {
   if (stdoutAlways === undefined) {
     const stream = process.stdout;
     stream.on('error', stdoutFailure);
@@ -138,17 +138,17 @@ function guardedStdout(): Write {
   return stdoutAlways;
 }
 
+/** The warn line once log lines dropped for want of a reader can be written again. */
+function warnDropped(droppedLines: number): void {
+  jsonLogger('warn', guardedStdout()).log('warn', 'log lines dropped: stdout was not read fast enough', { dropped: droppedLines, maxQueuedBytes: MAX_QUEUED_LOG_BYTES });
+}
+
 /**
  * process.stdout for log lines: guarded, and bounded (MAX_QUEUED_LOG_BYTES); a failure is
  * reported once on stderr, lines dropped for want of a reader are counted in a warn line.
  */
 export function safeStdout(): Write {
-  if (stdoutLog === undefined) {
-    const write = guardedStdout();
-    stdoutLog = boundedWriter(process.stdout, write, MAX_QUEUED_LOG_BYTES, (droppedLines) => {
-      jsonLogger('warn', write).log('warn', 'log lines dropped: stdout was not read fast enough', { dropped: droppedLines, maxQueuedBytes: MAX_QUEUED_LOG_BYTES });
-    });
-  }
+  stdoutLog ??= boundedWriter<string>(process.stdout, guardedStdout(), MAX_QUEUED_LOG_BYTES, warnDropped);
   return stdoutLog;
 }
 
@@ -159,12 +159,7 @@ export function safeStdout(): Write {
 export function safeStdoutBytes(): ByteWrite {
   if (stdoutLogBytes === undefined) {
     const stream = process.stdout; // opened now if not yet: node makes a pipe's descriptor non-blocking
-    const always = guardedStdout();
-    const queued = boundedWriter<Uint8Array>(stream, (bytes) => {
-      if (!stdoutFailed) stream.write(bytes);
-    }, MAX_QUEUED_LOG_BYTES, (droppedLines) => {
-      jsonLogger('warn', always).log('warn', 'log lines dropped: stdout was not read fast enough', { dropped: droppedLines, maxQueuedBytes: MAX_QUEUED_LOG_BYTES });
-    });
+    const queued = boundedWriter<Uint8Array>(stream, guardedStdout(), MAX_QUEUED_LOG_BYTES, warnDropped);
     stdoutLogBytes = directWriter(typeof stream.fd === 'number' ? stream.fd : 1, stream, queued, () => stdoutFailed, stdoutFailure);
   }
   return stdoutLogBytes;

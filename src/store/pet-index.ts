@@ -32,7 +32,7 @@ export function itemAt<T>(segments: Segments<T>, i: number): T {
  * The first `count` items of `from` as a list the caller may append to: the full segments
  * shared, the last partial one copied (whoever owns `from` may go on appending to it).
  */
-export function ownedPrefix<T>(from: Segments<T>, count: number): T[][] {
+function ownedPrefix<T>(from: Segments<T>, count: number): T[][] {
   const full = count >>> SEGMENT_BITS;
   const out = from.slice(0, full) as T[][];
   const rest = count & SEGMENT_MASK;
@@ -68,11 +68,11 @@ export interface IndexView {
  * all pets (a pointer each, as a position would take), so that a page of one status reads
  * its pets without going through that list.
  */
-interface StatusList {
-  segments: Pet[][];
+export interface StatusList {
+  pets: Pet[][];
   count: number;
 }
-type StatusLists = Record<PetStatus, StatusList>;
+export type StatusLists = Record<PetStatus, StatusList>;
 
 /** A status list's segments and its length then. */
 export interface StatusState {
@@ -93,15 +93,29 @@ export interface IndexState {
   readonly nextId: number;
 }
 
-/** The lists a restore gives the index (see ownedPrefix): the caller owns them from then on. */
+/** The lists a restore gives the index (see ownedLists): the index owns them from then on. */
 export interface RestoredLists {
   readonly pets: Pet[][];
   readonly count: number;
-  readonly byStatus: Record<PetStatus, { readonly pets: Pet[][]; readonly count: number }>;
+  readonly byStatus: StatusLists;
+}
+
+/**
+ * Lists of `state` for an index to own (it appends to them): every list's full segments
+ * shared, its last, partial one copied (ownedPrefix), so at most SEGMENT_SIZE items a list.
+ */
+export function ownedLists(state: IndexState): RestoredLists {
+  const owned = (list: StatusState): StatusList => ({ pets: ownedPrefix(list.pets as Segments<Pet>, list.count), count: list.count });
+  const b = state.byStatus;
+  return {
+    pets: ownedPrefix(state.pets as Segments<Pet>, state.count),
+    count: state.count,
+    byStatus: { available: owned(b.available), pending: owned(b.pending), sold: owned(b.sold) },
+  };
 }
 
 function emptyStatusLists(): StatusLists {
-  return { available: { segments: [], count: 0 }, pending: { segments: [], count: 0 }, sold: { segments: [], count: 0 } };
+  return { available: { pets: [], count: 0 }, pending: { pets: [], count: 0 }, sold: { pets: [], count: 0 } };
 }
 
 export class PetIndex {
@@ -136,7 +150,7 @@ export class PetIndex {
       const status = (pets[i] as Pet).status;
       if (status !== undefined) {
         const list = byStatus[status];
-        append(list.segments, list.count++, pets[i] as Pet);
+        append(list.pets, list.count++, pets[i] as Pet);
       }
     }
     this.#pets = segments;
@@ -151,7 +165,7 @@ export class PetIndex {
     append(this.#pets, this.#count++, pet);
     if (pet.status !== undefined) {
       const list = this.#byStatus[pet.status];
-      append(list.segments, list.count++, pet);
+      append(list.pets, list.count++, pet);
     }
     this.#nextId = pet.id + 1;
   }
@@ -168,31 +182,24 @@ export class PetIndex {
   /** The index as it is now, by reference (see IndexState). */
   state(): IndexState {
     const b = this.#byStatus;
+    // Each list's count as it is now (the index's own counts go on growing).
+    const now = (list: StatusList): StatusState => ({ pets: list.pets, count: list.count });
     return {
       pets: this.#pets,
       count: this.#count,
-      byStatus: {
-        available: { pets: b.available.segments, count: b.available.count },
-        pending: { pets: b.pending.segments, count: b.pending.count },
-        sold: { pets: b.sold.segments, count: b.sold.count },
-      },
+      byStatus: { available: now(b.available), pending: now(b.pending), sold: now(b.sold) },
       nextId: this.#nextId,
     };
   }
 
   /**
-   * Swaps in lists made from a state (ownedPrefix: lists the caller owns from now on): O(1),
+   * Swaps in lists made from a state (ownedLists: lists this index owns from now on): O(1),
    * however many pets. The caller guarantees they are consistent (as state() gave them).
    */
   restore(lists: RestoredLists, nextId: number): void {
-    const b = lists.byStatus;
     this.#pets = lists.pets;
     this.#count = lists.count;
-    this.#byStatus = {
-      available: { segments: b.available.pets, count: b.available.count },
-      pending: { segments: b.pending.pets, count: b.pending.count },
-      sold: { segments: b.sold.pets, count: b.sold.count },
-    };
+    this.#byStatus = lists.byStatus;
     this.#nextId = nextId;
     this.#generation++;
   }
@@ -218,7 +225,7 @@ export class PetIndex {
 
   /** Up to `limit` pets with id > afterId (if given) and the status (if given), ascending id. */
   list(status: PetStatus | undefined, afterId: number | undefined, limit: number): Pet[] {
-    const segments = status === undefined ? this.#pets : this.#byStatus[status].segments;
+    const segments = status === undefined ? this.#pets : this.#byStatus[status].pets;
     const out: Pet[] = [];
     // Segment by segment: each one a plain array, read without the shift and mask.
     const first = firstAfter(segments, afterId ?? -Infinity);

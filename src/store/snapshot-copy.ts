@@ -2,10 +2,10 @@
 // moment (PetIndex.state(), KeyTable.walk()), its keys copied in steps of about half a
 // millisecond that give the event loop back in between, so that a snapshot of a million pets
 // never holds requests up for long.
-import { Steps, step, yieldToLoop, type Pet } from '../core/index.js';
+import { Steps, step, yieldToLoop } from '../core/index.js';
 import type { StoreSnapshot } from './contract.js';
 import { KeyRows, type KeyTable } from './idempotency.js';
-import { ownedPrefix, type IndexState, type RestoredLists, type Segments } from './pet-index.js';
+import { ownedLists, type IndexState, type RestoredLists } from './pet-index.js';
 
 /**
  * Idempotency keys copied (or put into a new table) between yields, at most: well under a
@@ -108,22 +108,12 @@ export interface PreparedRestore {
 /**
  * Lists of a snapshot for the index to own (it appends to them), and its keys as a new
  * table, each key as old at `now` as it was when saved. The lists share the snapshot's full
- * segments and copy only each list's last, partial one (ownedPrefix: at most SEGMENT_SIZE
+ * segments and copy only each list's last, partial one (ownedLists: at most SEGMENT_SIZE
  * items, a fraction of a millisecond); the keys are put in in steps with a turn of the event
  * loop between them.
  */
 export async function prepareRestore(s: LocalSnapshot, now: number): Promise<PreparedRestore> {
-  const { state } = s;
-  const b = state.byStatus;
-  const lists: RestoredLists = {
-    pets: ownedPrefix(state.pets as Segments<Pet>, state.count),
-    count: state.count,
-    byStatus: {
-      available: { pets: ownedPrefix(b.available.pets as Segments<Pet>, b.available.count), count: b.available.count },
-      pending: { pets: ownedPrefix(b.pending.pets as Segments<Pet>, b.pending.count), count: b.pending.count },
-      sold: { pets: ownedPrefix(b.sold.pets as Segments<Pet>, b.sold.count), count: b.sold.count },
-    },
-  };
+  const lists = ownedLists(s.state);
   const saved = s.keys;
   const keys = new KeyRows(Math.max(16, saved.count));
   await inSteps(saved.count, COPY_CHUNK, (from, to) => {

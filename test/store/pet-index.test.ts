@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Pet, PetStatus } from '../../src/core/types.js';
 import { ManualClock } from '../../src/core/clock.js';
-import { PetIndex, SEGMENT_SIZE, itemAt, ownedPrefix, type IndexState, type RestoredLists, type Segments } from '../../src/store/pet-index.js';
+import { PetIndex, SEGMENT_SIZE, itemAt, ownedLists } from '../../src/store/pet-index.js';
 import { canSnapshot, openMemoryStore } from '../../src/store/index.js';
 
 const EDGE = SEGMENT_SIZE;
@@ -19,20 +19,6 @@ function filled(n: number, first = 1, step = 1): PetIndex {
   const index = new PetIndex();
   for (let i = 0; i < n; i++) index.add(pet(first + i * step));
   return index;
-}
-
-/** What restoreSnapshot gives the index: the state's lists, owned (full segments shared). */
-function restoredFrom(s: IndexState): RestoredLists {
-  const b = s.byStatus;
-  return {
-    pets: ownedPrefix(s.pets as ReadonlyArray<ReadonlyArray<Pet>>, s.count),
-    count: s.count,
-    byStatus: {
-      available: { pets: ownedPrefix(b.available.pets as Segments<Pet>, b.available.count), count: b.available.count },
-      pending: { pets: ownedPrefix(b.pending.pets as Segments<Pet>, b.pending.count), count: b.pending.count },
-      sold: { pets: ownedPrefix(b.sold.pets as Segments<Pet>, b.sold.count), count: b.sold.count },
-    },
-  };
 }
 
 /** Every pet of `index` (by listing) and, per status, its ids: the whole content. */
@@ -96,7 +82,7 @@ test('a snapshot taken mid-segment keeps its pets while the live index grows pas
   assert.equal(itemAt(s.pets, s.count - 1).id, EDGE - 3);
   // Restored, it is exactly the pets then, and appends go on from there.
   const restored = new PetIndex();
-  restored.restore(restoredFrom(s), s.nextId);
+  restored.restore(ownedLists(s), s.nextId);
   assert.deepEqual(content(restored), expected(range(1, EDGE - 3)));
   for (let id = 1000 * EDGE; id < 1000 * EDGE + 8; id++) restored.add(pet(id));
   assert.deepEqual(content(restored), expected([...range(1, EDGE - 3), ...range(1000 * EDGE, 1000 * EDGE + 7)]));
@@ -111,8 +97,8 @@ test('two restores of one snapshot append across the edge, each on its own', () 
   const s = live.state();
   const a = new PetIndex();
   const b = new PetIndex();
-  a.restore(restoredFrom(s), s.nextId);
-  b.restore(restoredFrom(s), s.nextId);
+  a.restore(ownedLists(s), s.nextId);
+  b.restore(ownedLists(s), s.nextId);
   for (let i = 0; i < 5; i++) {
     a.add(pet(EDGE + 100 + i));
     b.add(pet(EDGE + 200 + i));
@@ -128,7 +114,7 @@ test('two restores of one snapshot append across the edge, each on its own', () 
 test('a snapshot at an exact segment edge shares every segment, and appends start a new one', () => {
   const live = filled(2 * EDGE);
   const s = live.state();
-  const lists = restoredFrom(s);
+  const lists = ownedLists(s);
   assert.equal(lists.pets.length, 2);
   assert.ok(lists.pets[1] === s.pets[1], 'full segments are shared, not copied');
   const restored = new PetIndex();
