@@ -104,6 +104,8 @@ if (process.env.BENCH_MODES) {
 // BENCH_ROUNDS=n: every mode n times, interleaved (mode A, B, ..., A, B, ...); the best round of each is shown.
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const results = {};
+/** Every round's requests/s, by mode and operation, in round order (for the paired ratios). */
+const perRound = {};
 const models = [];
 
 /** Established connections to `port` per pid (ss), i.e. how the cluster spread wrk's 64. */
@@ -171,6 +173,7 @@ try {
         // CPU (another process had it), and the others' CPU. Idle time is what is left.
         const perSecond = Object.entries(cpu).map(([k, v]) => `${k} ${(v.seconds / seconds).toFixed(2)} on CPU, ${(v.waited / seconds).toFixed(2)} waiting`).join('; ');
         console.log(`${op}, ${mode}, round ${round + 1}: ${rps}/s; s per s of run: ${perSecond}`);
+        ((perRound[mode] ??= {})[op] ??= [])[round] = rps;
         if (mode.includes('x2')) {
           console.log(`${op}, ${mode}, round ${round + 1}: connections per process ${JSON.stringify(spread)} (a pid pair: both hold it), CPU s per process ${JSON.stringify(perProcess(cpu.petstore.perPid))}, ` +
             `PostgreSQL processes ${cpu.postgres.processes}; s runnable but waiting for a CPU: ${JSON.stringify(Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Number(v.waited.toFixed(2))])))}`);
@@ -212,6 +215,26 @@ for (const [op] of OPS) {
   console.log(`| ${op} | ${rpsOf('file', op)} | ${rpsOf('shared', op)} | ${ratio('shared', 'file', op)} | ${rpsOf('shared (backends on CPU 1)', op)} | ${ratio('shared (backends on CPU 1)', 'file', op)} | ${rpsOf('shared x2', op)} | ${ratio('shared x2', 'shared', op)} | ` +
     `${rpsOf('shared, CPUs 0-1', op)} | ${rpsOf('shared x2, CPUs 0-1', op)} | ${ratio('shared x2, CPUs 0-1', 'shared, CPUs 0-1', op)} | ${rpsOf('fastify stack', op)} | ${ratio('shared', 'fastify stack', op)} |`);
 }
+// The same ratios paired: each round's figure over the other mode's in that round (measured
+// seconds apart), then the median over rounds, so that a slow spell of the machine weighs on
+// both sides of a ratio instead of on one mode's best round.
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const paired = (a, b, op) => {
+  const xs = perRound[a]?.[op];
+  const ys = perRound[b]?.[op];
+  if (xs === undefined || ys === undefined) return '-';
+  const ratios = xs.map((x, i) => (x !== undefined && ys[i] !== undefined ? x / ys[i] : undefined)).filter((r) => r !== undefined);
+  return ratios.length === 0 ? '-' : `${median(ratios).toFixed(2)}x (${ratios.map((r) => r.toFixed(2)).join(' ')})`;
+};
+if (ROUNDS > 1) {
+  console.log(`\nPaired ratios: the median over the ${ROUNDS} rounds of each round's ratio (each round's ratio in brackets):`);
+  console.log('| operation | shared/file | backends on CPU 1 /file | 2 vs 1, CPU 0 | 2 vs 1, CPUs 0-1 | shared vs stack |');
+  console.log('|---|---:|---:|---:|---:|---:|');
+  for (const [op] of OPS) {
+    console.log(`| ${op} | ${paired('shared', 'file', op)} | ${paired('shared (backends on CPU 1)', 'file', op)} | ${paired('shared x2', 'shared', op)} | ` +
+      `${paired('shared x2, CPUs 0-1', 'shared, CPUs 0-1', op)} | ${paired('shared', 'fastify stack', op)} |`);
+  }
+}
 console.log('\nPer request, and the group commit (creates per batch statement, batches and commits per second, statements waiting for the id lock on average):');
 console.log('| mode | operation | Redis cmds/req | PG statements/req | creates/batch | batches/s | commits/s | lock waiters |');
 console.log('|---|---|---:|---:|---:|---:|---:|---:|');
@@ -249,4 +272,4 @@ if (BEFORE) {
 console.log(`\nCapacity model (${durability}). CPU ms per request of each component, measured over the runs above,`);
 console.log('and the throughput PROJECTED from them at more cores (not measured: CPU-bound, load generator elsewhere):\n');
 console.log(capacityTable(models));
-console.log(JSON.stringify({ durability, results, models: models.map(({ label, cpu, requests }) => ({ label, cpu, requests })) }));
+console.log(JSON.stringify({ durability, results, perRound, models: models.map(({ label, cpu, requests }) => ({ label, cpu, requests })) }));
