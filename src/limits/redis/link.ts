@@ -22,7 +22,7 @@
 // - A Redis restarted empty has no scripts: NOSCRIPT is answered by sending the script itself
 //   (EVAL) for the scripts of that pipeline, which caches it again.
 // - The store generation (core/store-generation.ts), when the store caches reads: every script
-//   also reads the generation's key and returns its token as the reply's last element. Before
+//   also reads the generation's key and returns its token as the reply's last field. Before
 //   any request of a pipeline is answered, the link hands the gate the token of the pipeline's
 //   last reply (Redis ran it after every other script of the pipeline, and after each of their
 //   requests arrived), so each request reads the store under a token read by its own script run
@@ -32,7 +32,7 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Logger, StoreGeneration } from '../../core/index.js';
-import { ADVANCE_GENERATION_SCRIPT, PROBE, TAKE_SCRIPT } from './script.js';
+import { ADVANCE_GENERATION_SCRIPT, PROBE, REPLY_SEPARATOR, TAKE_SCRIPT } from './script.js';
 
 /** What the link needs of an ioredis pipeline. */
 export interface RedisPipeline {
@@ -92,6 +92,18 @@ export class RedisTimeoutError extends Error {}
 
 /** A store generation token as the scripts make it: "<epoch>:<count>". */
 const GENERATION_TOKEN = /^\d+:\d+$/;
+
+/**
+ * A take script's reply with the store generation (script.ts): its last field is the token,
+ * the rest is the limiter's reply; undefined when it is not such a reply.
+ */
+function splitToken(raw: unknown): { token: string; reply: string } | undefined {
+  if (typeof raw !== 'string') return undefined;
+  const cut = raw.lastIndexOf(REPLY_SEPARATOR);
+  if (cut < 0) return undefined;
+  const token = raw.slice(cut + 1);
+  return GENERATION_TOKEN.test(token) ? { token, reply: raw.slice(0, cut) } : undefined;
+}
 
 /** The store generation the link keeps its gate up to date with, and its Redis key. */
 interface GenerationFeed {
@@ -332,15 +344,14 @@ export class RedisLink {
     const job = batch.jobs[0]!;
     const generation = batch.generation;
     if (generation !== undefined) {
-      const last: unknown = Array.isArray(raw) ? raw[raw.length - 1] : undefined;
-      if (typeof last !== 'string' || !GENERATION_TOKEN.test(last)) {
+      const split = splitToken(raw);
+      if (split === undefined) {
         this.forgetGeneration();
         job.fail(new Error(`unexpected reply ${JSON.stringify(raw)}`));
         return this.#finish(batch, undefined);
       }
-      if (batch.seq > this.#fence) generation.gate.observe(last);
-      // (The reply array is this link's own: the token is taken off it rather than copied.)
-      (raw as unknown[]).pop();
+      if (batch.seq > this.#fence) generation.gate.observe(split.token);
+      raw = split.reply;
     }
     job.settle(raw);
     this.#finish(batch, undefined);
@@ -399,10 +410,10 @@ export class RedisLink {
         replies[k] = raw;
         return;
       }
-      const last: unknown = Array.isArray(raw) ? raw[raw.length - 1] : undefined;
-      if (typeof last === 'string' && GENERATION_TOKEN.test(last)) {
-        token = last;
-        replies[k] = (raw as unknown[]).slice(0, -1);
+      const split = splitToken(raw);
+      if (split !== undefined) {
+        token = split.token;
+        replies[k] = split.reply;
       } else {
         errors[k] = new Error(`unexpected reply ${JSON.stringify(raw)}`);
         failed = true;

@@ -23,6 +23,9 @@ export const OUTCOMES = ['ok', 'rate_limited', 'temporarily_banned'] as const;
 /** ARGV[1] of the start-up check: answers "ok" without touching any key. */
 export const PROBE = 'probe';
 
+/** Between the fields of the take script's reply (a store generation token holds none). */
+export const REPLY_SEPARATOR = ' ';
+
 /**
  * KEYS[1]: the id's hash. ARGV: perMinute, perDay, ban.after (-1: never), ban length in ms,
  * n (how many requests of this id to charge, one after the other: the requests of one id that
@@ -30,7 +33,9 @@ export const PROBE = 'probe';
  * time (the harness's clock offset; 0 in service), and optionally ARGV[7], the time in ms: FOR
  * TESTS ONLY (the shared table of cases drives both limiters with one manual clock). The
  * service never passes it: production always uses TIME.
- * Reply: { now, strikes, ms of ban left, then runs of answers: how many requests in a row,
+ * Reply: one string, its fields separated by single spaces (REPLY_SEPARATOR; integers as
+ * integers, the other numbers as %.17g, which the process reads back as the same doubles):
+ * { now, strikes, ms of ban left, then runs of answers: how many requests in a row,
  * outcome code, minute tokens, day tokens, ms until admitted (Retry-After) of the run's first
  * request, and its step: 0 when every request of the run has the same answer, 1 when each
  * next one has one token less in each bucket (a flood of admitted requests: each takes
@@ -41,6 +46,9 @@ export const PROBE = 'probe';
  * reply's last element, read after this run's charges, so that a process caching the shared
  * store learns in this same round trip whether a reset has happened. A missing token (a Redis
  * restarted empty) is made anew from TIME, so it never equals one that processes may still hold.
+ * (One string rather than an array: ioredis decodes each element of an array reply on its own,
+ * a buffer, a string and several decoder steps each, which cost the process more per round trip
+ * than the rest of a lone request's charge.)
  */
 export const TAKE_SCRIPT = `
 if ARGV[1] == '${PROBE}' then return 'ok' end
@@ -162,7 +170,9 @@ if KEYS[2] then
   end
   reply[#reply + 1] = gen
 end
-return reply
+-- One string, the fields separated by spaces: the client decodes one bulk string instead of
+-- an array of ten or more elements (each its own buffer, string and decoder steps).
+return table.concat(reply, ' ')
 `;
 
 /**
