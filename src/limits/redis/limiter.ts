@@ -45,6 +45,12 @@ export interface RedisLimiterOptions {
   readonly clockOffsetMs?: () => number;
 }
 
+/** The resolve of the promise take() made last (see capture). */
+let captured: ((r: LimitResult) => void) | undefined;
+const capture = (resolve: (r: LimitResult) => void): void => {
+  captured = resolve;
+};
+
 /** Requests of one id charged by one script run at most. */
 export const MAX_COALESCED = 256;
 
@@ -65,7 +71,7 @@ class Charge implements ScriptJob {
     this.strings = strings;
   }
 
-  seal(): readonly (string | number)[] {
+  seal(): string {
     return this.#owner.seal(this);
   }
 
@@ -79,7 +85,7 @@ class Charge implements ScriptJob {
 }
 
 interface ChargeOwner {
-  seal(c: Charge): readonly (string | number)[];
+  seal(c: Charge): string;
   settle(c: Charge, reply: unknown): void;
   fail(c: Charge, err: unknown): void;
 }
@@ -132,10 +138,12 @@ export class RedisLimiter implements Limiter {
       this.#pending.set(id, charge);
       this.#link.enqueue(charge);
     }
-    const waiters = charge.waiters;
-    return new Promise<LimitResult>((resolve) => {
-      waiters.push(resolve);
-    });
+    // (One executor for every request, not a closure each: it leaves its resolve in
+    // `captured`, which is pushed at once.)
+    const promise = new Promise<LimitResult>(capture);
+    charge.waiters.push(captured as (r: LimitResult) => void);
+    captured = undefined;
+    return promise;
   }
 
   configure(ban: BanPolicy, maxEntries?: number): void {
@@ -169,12 +177,11 @@ export class RedisLimiter implements Limiter {
     if (this.#ownsLink) await this.#link.close();
   }
 
-  /** The charge goes out now: no more requests join it; its ARGV. */
-  #seal(c: Charge): readonly (string | number)[] {
+  /** The charge goes out now: no more requests join it; its ARGV[1] (script.ts). */
+  #seal(c: Charge): string {
     if (this.#pending.get(c.id) === c) this.#pending.delete(c.id);
-    const args: (string | number)[] = [c.limits.perMinute, c.limits.perDay, this.#banAfter, this.#banMs, c.waiters.length, this.#clockOffsetMs()];
-    if (this.#testTime !== undefined) args.push(this.#testTime());
-    return args;
+    const args = `${c.limits.perMinute} ${c.limits.perDay} ${this.#banAfter} ${this.#banMs} ${c.waiters.length} ${this.#clockOffsetMs()}`;
+    return this.#testTime === undefined ? args : `${args} ${this.#testTime()}`;
   }
 
   /** The script's reply: each waiter's headers, and the copy the fallback would start from. */

@@ -62,8 +62,8 @@ export interface RedisClient {
 export interface ScriptJob {
   /** The Redis key (KEYS[1]). */
   readonly key: string;
-  /** ARGV, taken once, when the job is sent: the job is closed to new requests from then on. */
-  seal(): readonly (string | number)[];
+  /** ARGV[1], taken once, when the job is sent: the job is closed to new requests from then on. */
+  seal(): string;
   settle(reply: unknown): void;
   fail(err: unknown): void;
 }
@@ -113,7 +113,7 @@ interface GenerationFeed {
 
 interface Batch {
   readonly jobs: ScriptJob[];
-  readonly args: (readonly (string | number)[])[];
+  readonly args: string[];
   /** Jobs not answered yet (all of them, or those resent after a NOSCRIPT). */
   pending: ScriptJob[];
   readonly sentAt: number;
@@ -309,20 +309,28 @@ export class RedisLink {
       // a plain command, without a pipeline object, which costs ioredis about a third more
       // per write. Its outcome takes the pipeline's shape, so NOSCRIPT and failures go the
       // same way.
+      // (No callback for #replied: ioredis would chain one more promise to call it; the
+      // handlers below note the reply themselves, first thing.)
       const job = jobs[0]!;
       const sent = generation === undefined
-        ? this.#client.evalsha(SCRIPT_SHA, 1, job.key, ...batch.args[0]!, this.#replied)
-        : this.#client.evalsha(SCRIPT_SHA, 2, job.key, generation.key, ...batch.args[0]!, this.#replied);
+        ? this.#client.evalsha(SCRIPT_SHA, 1, job.key, batch.args[0]!)
+        : this.#client.evalsha(SCRIPT_SHA, 2, job.key, generation.key, batch.args[0]!);
       sent.then(
-        (reply) => this.#settleOne(batch, reply),
-        (err: unknown) => this.#settle(batch, [[err instanceof Error ? err : new Error(String(err)), undefined]]),
+        (reply) => {
+          this.#replied();
+          this.#settleOne(batch, reply);
+        },
+        (err: unknown) => {
+          this.#replied();
+          this.#settle(batch, [[err instanceof Error ? err : new Error(String(err)), undefined]]);
+        },
       );
       return;
     }
     const pipeline = this.#client.pipeline();
     for (let i = 0; i < jobs.length; i++) {
-      if (generation === undefined) pipeline.evalsha(SCRIPT_SHA, 1, jobs[i]!.key, ...batch.args[i]!, this.#replied);
-      else pipeline.evalsha(SCRIPT_SHA, 2, jobs[i]!.key, generation.key, ...batch.args[i]!, this.#replied);
+      if (generation === undefined) pipeline.evalsha(SCRIPT_SHA, 1, jobs[i]!.key, batch.args[i]!, this.#replied);
+      else pipeline.evalsha(SCRIPT_SHA, 2, jobs[i]!.key, generation.key, batch.args[i]!, this.#replied);
     }
     pipeline.exec().then(
       (results) => this.#settle(batch, results),
@@ -369,8 +377,8 @@ export class RedisLink {
     const again = this.#client.pipeline();
     const generation = batch.generation;
     for (const i of missing) {
-      if (generation === undefined) again.eval(TAKE_SCRIPT, 1, batch.jobs[i]!.key, ...batch.args[i]!, this.#replied);
-      else again.eval(TAKE_SCRIPT, 2, batch.jobs[i]!.key, generation.key, ...batch.args[i]!, this.#replied);
+      if (generation === undefined) again.eval(TAKE_SCRIPT, 1, batch.jobs[i]!.key, batch.args[i]!, this.#replied);
+      else again.eval(TAKE_SCRIPT, 2, batch.jobs[i]!.key, generation.key, batch.args[i]!, this.#replied);
     }
     again.exec().then(
       (res) => {

@@ -27,10 +27,12 @@ export const PROBE = 'probe';
 export const REPLY_SEPARATOR = ' ';
 
 /**
- * KEYS[1]: the id's hash. ARGV: perMinute, perDay, ban.after (-1: never), ban length in ms,
- * n (how many requests of this id to charge, one after the other: the requests of one id that
- * arrived in the same turn of the event loop share one run), an offset in ms added to the
- * time (the harness's clock offset; 0 in service), and optionally ARGV[7], the time in ms: FOR
+ * KEYS[1]: the id's hash. ARGV[1]: one string of numbers separated by spaces (one argument
+ * for ioredis to encode and Redis to read, not six or seven): perMinute, perDay, ban.after (-1:
+ * never), ban length in ms, n (how many requests of this id to charge, one after the other:
+ * the requests of one id that arrived in the same turn of the event loop share one run), an
+ * offset in ms added to the time (the harness's clock offset; 0 in service), and optionally a
+ * seventh, the time in ms: FOR
  * TESTS ONLY (the shared table of cases drives both limiters with one manual clock). The
  * service never passes it: production always uses TIME.
  * Reply: one string, its fields separated by single spaces (REPLY_SEPARATOR; integers as
@@ -53,12 +55,14 @@ export const REPLY_SEPARATOR = ' ';
 export const TAKE_SCRIPT = `
 if ARGV[1] == '${PROBE}' then return 'ok' end
 local MINUTE_MS, DAY_MS = 60000, 86400000
-local pm, pd = tonumber(ARGV[1]), tonumber(ARGV[2])
-local banAfter, banMs = tonumber(ARGV[3]), tonumber(ARGV[4])
-local n, offset = tonumber(ARGV[5]), tonumber(ARGV[6])
+local a = {}
+for x in string.gmatch(ARGV[1], '%S+') do a[#a + 1] = tonumber(x) end
+local pm, pd = a[1], a[2]
+local banAfter, banMs = a[3], a[4]
+local n, offset = a[5], a[6]
 local now
-if ARGV[7] then
-  now = tonumber(ARGV[7])
+if a[7] then
+  now = a[7]
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
@@ -156,7 +160,7 @@ closeRun()
 redis.call('HSET', KEYS[1], 'm', num(minute), 'd', num(day), 'at', num(now), 'k', strikes, 'b', num(bannedUntil))
 local ttl = math.max(untilFull(minute, MINUTE_MS, pm), untilFull(day, DAY_MS, pd), bannedUntil - now)
 -- A test's own time does not flow with Redis's: keep its keys a minute at least.
-if ARGV[7] then ttl = math.max(ttl, 60000) end
+if a[7] then ttl = math.max(ttl, 60000) end
 redis.call('PEXPIRE', KEYS[1], string.format('%d', math.max(1, math.ceil(ttl))))
 reply[1] = num(now)
 reply[2] = strikes
