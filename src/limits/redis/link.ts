@@ -223,12 +223,15 @@ export class RedisLink {
     this.#queue.push(job);
     if (!this.#scheduled) {
       this.#scheduled = true;
-      setImmediate(() => {
-        this.#scheduled = false;
-        this.#flush();
-      });
+      setImmediate(this.#flushNow);
     }
   }
+
+  /** The end of the turn: what is queued goes out (one function for every turn, not a closure each). */
+  readonly #flushNow = (): void => {
+    this.#scheduled = false;
+    this.#flush();
+  };
 
   /**
    * A command failed or timed out: the first failure after an answer logs one error line and
