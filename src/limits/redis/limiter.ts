@@ -21,7 +21,7 @@ import { PolicyCache, limitResult } from '../headers.js';
 import type { PolicyStrings } from '../headers.js';
 import { MemoryLimiter } from '../memory.js';
 import type { RedisLink, ScriptJob } from './link.js';
-import { OUTCOMES } from './script.js';
+import { OUTCOMES, REPLY_SEPARATOR } from './script.js';
 
 export interface RedisLimiterOptions {
   /** Prepended to every id to make its Redis key, e.g. "petstore:key:"; one per limiter. */
@@ -45,6 +45,12 @@ export interface RedisLimiterOptions {
   readonly clockOffsetMs?: () => number;
 }
 
+/** The resolve of the promise take() made last (see capture). */
+let captured: ((r: LimitResult) => void) | undefined;
+const capture = (resolve: (r: LimitResult) => void): void => {
+  captured = resolve;
+};
+
 /** Requests of one id charged by one script run at most. */
 export const MAX_COALESCED = 256;
 
@@ -65,7 +71,7 @@ class Charge implements ScriptJob {
     this.strings = strings;
   }
 
-  seal(): readonly (string | number)[] {
+  seal(): string {
     return this.#owner.seal(this);
   }
 
@@ -79,7 +85,7 @@ class Charge implements ScriptJob {
 }
 
 interface ChargeOwner {
-  seal(c: Charge): readonly (string | number)[];
+  seal(c: Charge): string;
   settle(c: Charge, reply: unknown): void;
   fail(c: Charge, err: unknown): void;
 }
@@ -132,10 +138,12 @@ export class RedisLimiter implements Limiter {
       this.#pending.set(id, charge);
       this.#link.enqueue(charge);
     }
-    const waiters = charge.waiters;
-    return new Promise<LimitResult>((resolve) => {
-      waiters.push(resolve);
-    });
+    // (One executor for every request, not a closure each: it leaves its resolve in
+    // `captured`, which is pushed at once.)
+    const promise = new Promise<LimitResult>(capture);
+    charge.waiters.push(captured as (r: LimitResult) => void);
+    captured = undefined;
+    return promise;
   }
 
   configure(ban: BanPolicy, maxEntries?: number): void {
@@ -169,49 +177,54 @@ export class RedisLimiter implements Limiter {
     if (this.#ownsLink) await this.#link.close();
   }
 
-  /** The charge goes out now: no more requests join it; its ARGV. */
-  #seal(c: Charge): readonly (string | number)[] {
+  /** The charge goes out now: no more requests join it; its ARGV[1] (script.ts). */
+  #seal(c: Charge): string {
     if (this.#pending.get(c.id) === c) this.#pending.delete(c.id);
-    const args: (string | number)[] = [c.limits.perMinute, c.limits.perDay, this.#banAfter, this.#banMs, c.waiters.length, this.#clockOffsetMs()];
-    if (this.#testTime !== undefined) args.push(this.#testTime());
-    return args;
+    const args = `${c.limits.perMinute} ${c.limits.perDay} ${this.#banAfter} ${this.#banMs} ${c.waiters.length} ${this.#clockOffsetMs()}`;
+    return this.#testTime === undefined ? args : `${args} ${this.#testTime()}`;
   }
 
   /** The script's reply: each waiter's headers, and the copy the fallback would start from. */
   #settle(c: Charge, reply: unknown): void {
     const n = c.waiters.length;
-    const bad = (): void => this.#fail(c, new Error(`unexpected reply ${JSON.stringify(reply)}`));
-    if (!Array.isArray(reply) || reply.length < 9 || (reply.length - 3) % 6 !== 0) return bad();
-    const nowMs = Number(reply[0]);
-    const strikes = Number(reply[1]);
-    const banMs = Number(reply[2]);
-    if (!Number.isFinite(nowMs + strikes + banMs)) return bad();
+    // One string of space-separated fields (script.ts), read into numbers once.
+    const f = typeof reply === 'string' ? reply.split(REPLY_SEPARATOR) : undefined;
+    if (f === undefined || f.length < 9 || (f.length - 3) % 6 !== 0) return this.#bad(c, reply);
+    const v = new Array<number>(f.length);
+    for (let i = 0; i < f.length; i++) {
+      const x = Number(f[i]);
+      // (Number('') is 0: an empty field is as malformed as any other non-number.)
+      if (!Number.isFinite(x) || f[i] === '') return this.#bad(c, reply);
+      v[i] = x;
+    }
+    const nowMs = v[0]!;
+    const strikes = v[1]!;
+    const banMs = v[2]!;
     // Runs of answers (script.ts): [count, outcome, minute, day, wait, step], checked whole
     // before any request is answered. A run of equal answers shares one LimitResult; in a
     // stepping run each request has one token less in each bucket than the one before it,
     // by the same subtraction the script made.
     let total = 0;
-    for (let i = 3; i < reply.length; i += 6) {
-      const count = Number(reply[i]);
-      const step = Number(reply[i + 5]);
-      if (OUTCOMES[Number(reply[i + 1])] === undefined || !(count >= 1) || (step !== 0 && step !== 1)
-        || !Number.isFinite(Number(reply[i + 2]) + Number(reply[i + 3]) + Number(reply[i + 4]))) return bad();
+    for (let i = 3; i < v.length; i += 6) {
+      const count = v[i]!;
+      const step = v[i + 5]!;
+      if (OUTCOMES[v[i + 1]!] === undefined || !(count >= 1) || (step !== 0 && step !== 1)) return this.#bad(c, reply);
       total += count;
     }
-    if (total !== n) return bad();
+    if (total !== n) return this.#bad(c, reply);
     // (Each waiter is a promise's resolve: it only queues the request's next step, so the
     // fallback's copy below is in place before any of them runs.)
     const waiters = c.waiters;
     let w = 0;
     let minute = 0;
     let day = 0;
-    for (let i = 3; i < reply.length; i += 6) {
-      const count = Number(reply[i]);
-      const outcome = OUTCOMES[Number(reply[i + 1])] as LimitOutcome;
-      minute = Number(reply[i + 2]);
-      day = Number(reply[i + 3]);
-      const waitMs = Number(reply[i + 4]);
-      if (Number(reply[i + 5]) === 0) {
+    for (let i = 3; i < v.length; i += 6) {
+      const count = v[i]!;
+      const outcome = OUTCOMES[v[i + 1]!] as LimitOutcome;
+      minute = v[i + 2]!;
+      day = v[i + 3]!;
+      const waitMs = v[i + 4]!;
+      if (v[i + 5] === 0) {
         const result = limitResult(outcome, minute, day, c.limits, c.strings, waitMs, nowMs);
         for (let k = 0; k < count; k++) waiters[w++]!(result);
         continue;
@@ -225,6 +238,10 @@ export class RedisLimiter implements Limiter {
       }
     }
     this.#fallback.put(c.id, c.limits, { minute, day, strikes, banMs });
+  }
+
+  #bad(c: Charge, reply: unknown): void {
+    this.#fail(c, new Error(`unexpected reply ${JSON.stringify(reply)}`));
   }
 
   /** Redis failed: the link logs it (once) and the fallback answers these requests. */

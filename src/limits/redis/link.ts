@@ -22,7 +22,7 @@
 // - A Redis restarted empty has no scripts: NOSCRIPT is answered by sending the script itself
 //   (EVAL) for the scripts of that pipeline, which caches it again.
 // - The store generation (core/store-generation.ts), when the store caches reads: every script
-//   also reads the generation's key and returns its token as the reply's last element. Before
+//   also reads the generation's key and returns its token as the reply's last field. Before
 //   any request of a pipeline is answered, the link hands the gate the token of the pipeline's
 //   last reply (Redis ran it after every other script of the pipeline, and after each of their
 //   requests arrived), so each request reads the store under a token read by its own script run
@@ -32,7 +32,7 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Logger, StoreGeneration } from '../../core/index.js';
-import { ADVANCE_GENERATION_SCRIPT, PROBE, TAKE_SCRIPT } from './script.js';
+import { ADVANCE_GENERATION_SCRIPT, PROBE, REPLY_SEPARATOR, TAKE_SCRIPT } from './script.js';
 
 /** What the link needs of an ioredis pipeline. */
 export interface RedisPipeline {
@@ -62,8 +62,8 @@ export interface RedisClient {
 export interface ScriptJob {
   /** The Redis key (KEYS[1]). */
   readonly key: string;
-  /** ARGV, taken once, when the job is sent: the job is closed to new requests from then on. */
-  seal(): readonly (string | number)[];
+  /** ARGV[1], taken once, when the job is sent: the job is closed to new requests from then on. */
+  seal(): string;
   settle(reply: unknown): void;
   fail(err: unknown): void;
 }
@@ -93,6 +93,18 @@ export class RedisTimeoutError extends Error {}
 /** A store generation token as the scripts make it: "<epoch>:<count>". */
 const GENERATION_TOKEN = /^\d+:\d+$/;
 
+/**
+ * A take script's reply with the store generation (script.ts): its last field is the token,
+ * the rest is the limiter's reply; undefined when it is not such a reply.
+ */
+function splitToken(raw: unknown): { token: string; reply: string } | undefined {
+  if (typeof raw !== 'string') return undefined;
+  const cut = raw.lastIndexOf(REPLY_SEPARATOR);
+  if (cut < 0) return undefined;
+  const token = raw.slice(cut + 1);
+  return GENERATION_TOKEN.test(token) ? { token, reply: raw.slice(0, cut) } : undefined;
+}
+
 /** The store generation the link keeps its gate up to date with, and its Redis key. */
 interface GenerationFeed {
   readonly key: string;
@@ -101,7 +113,7 @@ interface GenerationFeed {
 
 interface Batch {
   readonly jobs: ScriptJob[];
-  readonly args: (readonly (string | number)[])[];
+  readonly args: string[];
   /** Jobs not answered yet (all of them, or those resent after a NOSCRIPT). */
   pending: ScriptJob[];
   readonly sentAt: number;
@@ -211,12 +223,15 @@ export class RedisLink {
     this.#queue.push(job);
     if (!this.#scheduled) {
       this.#scheduled = true;
-      setImmediate(() => {
-        this.#scheduled = false;
-        this.#flush();
-      });
+      setImmediate(this.#flushNow);
     }
   }
+
+  /** The end of the turn: what is queued goes out (one function for every turn, not a closure each). */
+  readonly #flushNow = (): void => {
+    this.#scheduled = false;
+    this.#flush();
+  };
 
   /**
    * A command failed or timed out: the first failure after an answer logs one error line and
@@ -297,20 +312,28 @@ export class RedisLink {
       // a plain command, without a pipeline object, which costs ioredis about a third more
       // per write. Its outcome takes the pipeline's shape, so NOSCRIPT and failures go the
       // same way.
+      // (No callback for #replied: ioredis would chain one more promise to call it; the
+      // handlers below note the reply themselves, first thing.)
       const job = jobs[0]!;
       const sent = generation === undefined
-        ? this.#client.evalsha(SCRIPT_SHA, 1, job.key, ...batch.args[0]!, this.#replied)
-        : this.#client.evalsha(SCRIPT_SHA, 2, job.key, generation.key, ...batch.args[0]!, this.#replied);
+        ? this.#client.evalsha(SCRIPT_SHA, 1, job.key, batch.args[0]!)
+        : this.#client.evalsha(SCRIPT_SHA, 2, job.key, generation.key, batch.args[0]!);
       sent.then(
-        (reply) => this.#settleOne(batch, reply),
-        (err: unknown) => this.#settle(batch, [[err instanceof Error ? err : new Error(String(err)), undefined]]),
+        (reply) => {
+          this.#replied();
+          this.#settleOne(batch, reply);
+        },
+        (err: unknown) => {
+          this.#replied();
+          this.#settle(batch, [[err instanceof Error ? err : new Error(String(err)), undefined]]);
+        },
       );
       return;
     }
     const pipeline = this.#client.pipeline();
     for (let i = 0; i < jobs.length; i++) {
-      if (generation === undefined) pipeline.evalsha(SCRIPT_SHA, 1, jobs[i]!.key, ...batch.args[i]!, this.#replied);
-      else pipeline.evalsha(SCRIPT_SHA, 2, jobs[i]!.key, generation.key, ...batch.args[i]!, this.#replied);
+      if (generation === undefined) pipeline.evalsha(SCRIPT_SHA, 1, jobs[i]!.key, batch.args[i]!, this.#replied);
+      else pipeline.evalsha(SCRIPT_SHA, 2, jobs[i]!.key, generation.key, batch.args[i]!, this.#replied);
     }
     pipeline.exec().then(
       (results) => this.#settle(batch, results),
@@ -332,15 +355,14 @@ export class RedisLink {
     const job = batch.jobs[0]!;
     const generation = batch.generation;
     if (generation !== undefined) {
-      const last: unknown = Array.isArray(raw) ? raw[raw.length - 1] : undefined;
-      if (typeof last !== 'string' || !GENERATION_TOKEN.test(last)) {
+      const split = splitToken(raw);
+      if (split === undefined) {
         this.forgetGeneration();
         job.fail(new Error(`unexpected reply ${JSON.stringify(raw)}`));
         return this.#finish(batch, undefined);
       }
-      if (batch.seq > this.#fence) generation.gate.observe(last);
-      // (The reply array is this link's own: the token is taken off it rather than copied.)
-      (raw as unknown[]).pop();
+      if (batch.seq > this.#fence) generation.gate.observe(split.token);
+      raw = split.reply;
     }
     job.settle(raw);
     this.#finish(batch, undefined);
@@ -358,8 +380,8 @@ export class RedisLink {
     const again = this.#client.pipeline();
     const generation = batch.generation;
     for (const i of missing) {
-      if (generation === undefined) again.eval(TAKE_SCRIPT, 1, batch.jobs[i]!.key, ...batch.args[i]!, this.#replied);
-      else again.eval(TAKE_SCRIPT, 2, batch.jobs[i]!.key, generation.key, ...batch.args[i]!, this.#replied);
+      if (generation === undefined) again.eval(TAKE_SCRIPT, 1, batch.jobs[i]!.key, batch.args[i]!, this.#replied);
+      else again.eval(TAKE_SCRIPT, 2, batch.jobs[i]!.key, generation.key, batch.args[i]!, this.#replied);
     }
     again.exec().then(
       (res) => {
@@ -399,10 +421,10 @@ export class RedisLink {
         replies[k] = raw;
         return;
       }
-      const last: unknown = Array.isArray(raw) ? raw[raw.length - 1] : undefined;
-      if (typeof last === 'string' && GENERATION_TOKEN.test(last)) {
-        token = last;
-        replies[k] = (raw as unknown[]).slice(0, -1);
+      const split = splitToken(raw);
+      if (split !== undefined) {
+        token = split.token;
+        replies[k] = split.reply;
       } else {
         errors[k] = new Error(`unexpected reply ${JSON.stringify(raw)}`);
         failed = true;

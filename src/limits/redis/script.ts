@@ -23,14 +23,21 @@ export const OUTCOMES = ['ok', 'rate_limited', 'temporarily_banned'] as const;
 /** ARGV[1] of the start-up check: answers "ok" without touching any key. */
 export const PROBE = 'probe';
 
+/** Between the fields of the take script's reply (a store generation token holds none). */
+export const REPLY_SEPARATOR = ' ';
+
 /**
- * KEYS[1]: the id's hash. ARGV: perMinute, perDay, ban.after (-1: never), ban length in ms,
- * n (how many requests of this id to charge, one after the other: the requests of one id that
- * arrived in the same turn of the event loop share one run), an offset in ms added to the
- * time (the harness's clock offset; 0 in service), and optionally ARGV[7], the time in ms: FOR
+ * KEYS[1]: the id's hash. ARGV[1]: one string of numbers separated by spaces (one argument
+ * for ioredis to encode and Redis to read, not six or seven): perMinute, perDay, ban.after (-1:
+ * never), ban length in ms, n (how many requests of this id to charge, one after the other:
+ * the requests of one id that arrived in the same turn of the event loop share one run), an
+ * offset in ms added to the time (the harness's clock offset; 0 in service), and optionally a
+ * seventh, the time in ms: FOR
  * TESTS ONLY (the shared table of cases drives both limiters with one manual clock). The
  * service never passes it: production always uses TIME.
- * Reply: { now, strikes, ms of ban left, then runs of answers: how many requests in a row,
+ * Reply: one string, its fields separated by single spaces (REPLY_SEPARATOR; integers as
+ * integers, the other numbers as %.17g, which the process reads back as the same doubles):
+ * { now, strikes, ms of ban left, then runs of answers: how many requests in a row,
  * outcome code, minute tokens, day tokens, ms until admitted (Retry-After) of the run's first
  * request, and its step: 0 when every request of the run has the same answer, 1 when each
  * next one has one token less in each bucket (a flood of admitted requests: each takes
@@ -41,16 +48,21 @@ export const PROBE = 'probe';
  * reply's last element, read after this run's charges, so that a process caching the shared
  * store learns in this same round trip whether a reset has happened. A missing token (a Redis
  * restarted empty) is made anew from TIME, so it never equals one that processes may still hold.
+ * (One string rather than an array: ioredis decodes each element of an array reply on its own,
+ * a buffer, a string and several decoder steps each, which cost the process more per round trip
+ * than the rest of a lone request's charge.)
  */
 export const TAKE_SCRIPT = `
 if ARGV[1] == '${PROBE}' then return 'ok' end
 local MINUTE_MS, DAY_MS = 60000, 86400000
-local pm, pd = tonumber(ARGV[1]), tonumber(ARGV[2])
-local banAfter, banMs = tonumber(ARGV[3]), tonumber(ARGV[4])
-local n, offset = tonumber(ARGV[5]), tonumber(ARGV[6])
+local a = {}
+for x in string.gmatch(ARGV[1], '%S+') do a[#a + 1] = tonumber(x) end
+local pm, pd = a[1], a[2]
+local banAfter, banMs = a[3], a[4]
+local n, offset = a[5], a[6]
 local now
-if ARGV[7] then
-  now = tonumber(ARGV[7])
+if a[7] then
+  now = a[7]
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
@@ -148,7 +160,7 @@ closeRun()
 redis.call('HSET', KEYS[1], 'm', num(minute), 'd', num(day), 'at', num(now), 'k', strikes, 'b', num(bannedUntil))
 local ttl = math.max(untilFull(minute, MINUTE_MS, pm), untilFull(day, DAY_MS, pd), bannedUntil - now)
 -- A test's own time does not flow with Redis's: keep its keys a minute at least.
-if ARGV[7] then ttl = math.max(ttl, 60000) end
+if a[7] then ttl = math.max(ttl, 60000) end
 redis.call('PEXPIRE', KEYS[1], string.format('%d', math.max(1, math.ceil(ttl))))
 reply[1] = num(now)
 reply[2] = strikes
@@ -162,7 +174,9 @@ if KEYS[2] then
   end
   reply[#reply + 1] = gen
 end
-return reply
+-- One string, the fields separated by spaces: the client decodes one bulk string instead of
+-- an array of ten or more elements (each its own buffer, string and decoder steps).
+return table.concat(reply, ' ')
 `;
 
 /**
