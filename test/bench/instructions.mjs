@@ -11,7 +11,7 @@
 //   cd test/bench && node instructions.mjs                  # list and get; petstore, ceiling
 //   BENCH_BEFORE=/tmp/base/dist/petstore.js INSTR_SERVERS=petstore,petstore@before,ceiling node instructions.mjs
 //
-// Settings: INSTR_SCENARIOS (list,get), INSTR_SERVERS (petstore,ceiling; petstore@before with
+// Settings: INSTR_SCENARIOS (list,get; or create), INSTR_SERVERS (petstore,ceiling; petstore@before with
 // BENCH_BEFORE), INSTR_REQUESTS (2000), INSTR_WARMUP (4000 requests), INSTR_CONNECTIONS (1),
 // INSTR_RUNS (2 per server: the spread, from V8's own timing of optimization and GC, is a few
 // percent). Needs valgrind (apt-get install -y valgrind). The servers run two at a time.
@@ -20,8 +20,13 @@
 // `shared` (and `shared@before`, with BENCH_BEFORE) run the same bundle on a PostgreSQL store
 // with Redis limits (both started here, once, and left unpinned) instead of --memory:
 //   INSTR_SERVERS=petstore,shared,shared@before INSTR_CONNECTIONS=16 node instructions.mjs
+// The `create` scenario (not run by default) counts per POST /pets with the bench key, the
+// body wrk/post.lua sends. `petstore` keeps pets in memory (--memory); `file` (and
+// `file@before`) runs the bundle on a fresh data file, which is the fair reference for a
+// create in the shared mode (a create is answered once it is on disk in both):
+//   INSTR_SCENARIOS=create INSTR_SERVERS=file,shared,shared@before INSTR_CONNECTIONS=64 node instructions.mjs
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +41,10 @@ const N = Number(env.INSTR_REQUESTS ?? 2000);
 const WARM = Number(env.INSTR_WARMUP ?? 4000);
 const C = Number(env.INSTR_CONNECTIONS ?? 1);
 const RUNS = Number(env.INSTR_RUNS ?? 2);
-const PATHS = { list: '/pets?limit=20', get: '/pets/100' };
+const PATHS = { list: '/pets?limit=20', get: '/pets/100', create: '/pets' };
+/** What a scenario sends besides a GET, and the status it must get. */
+const SENDS = { create: { method: 'POST', body: '{"name":"bench-pet","categoryId":3,"status":"available"}', status: 201 } };
+const FILE_DIR = mkdtempSync(join(tmpdir(), 'petstore-instructions-'));
 const SCRIPTS = {
   petstore: join(ROOT, 'dist', 'petstore.js'),
   'petstore@before': BEFORE,
@@ -44,6 +52,8 @@ const SCRIPTS = {
   'petstore+log@before': BEFORE,
   shared: join(ROOT, 'dist', 'petstore.js'),
   'shared@before': BEFORE,
+  file: join(ROOT, 'dist', 'petstore.js'),
+  'file@before': BEFORE,
   ceiling: join(ROOT, 'test', 'bench', 'peers', 'ceiling.mjs'),
 };
 
@@ -59,7 +69,7 @@ async function count(name, scenario) {
   const out = join(tmpdir(), `petstore-instructions-${process.pid}-${name.replace(/\W/g, '_')}-${scenario}-${Math.random().toString(36).slice(2)}`);
   const peer = name === 'ceiling';
   const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file',
-    process.execPath, script, '--config', CONFIG, ...(name.startsWith('shared') ? await sharedBackendArgs() : ['--memory']), '--port', '0', ...(peer ? [] : ['--log-level', name.startsWith('petstore+log') ? 'info' : 'warn'])];
+    process.execPath, script, '--config', CONFIG, ...(name.startsWith('shared') ? await sharedBackendArgs() : name.startsWith('file') ? ['--data', join(FILE_DIR, `${out.slice(out.lastIndexOf('/') + 1)}.json`)] : ['--memory']), '--port', '0', ...(peer ? [] : ['--log-level', name.startsWith('petstore+log') ? 'info' : 'warn'])];
   const proc = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (c) => (stderr = (stderr + c).slice(-4000)));
@@ -88,13 +98,15 @@ async function count(name, scenario) {
     }
     const agent = new Agent({ keepAlive: true, maxSockets: C });
     const url = base + PATHS[scenario];
+    const send = SENDS[scenario];
+    const headers = send === undefined ? { Authorization: `Bearer ${KEY}` } : { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' };
     const one = () => new Promise((resolve, reject) => {
-      const req = request(url, { agent, headers: { Authorization: `Bearer ${KEY}` } }, (res) => {
+      const req = request(url, { agent, method: send?.method ?? 'GET', headers }, (res) => {
         res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${name}: ${res.statusCode}`))));
+        res.on('end', () => (res.statusCode === (send?.status ?? 200) ? resolve() : reject(new Error(`${name}: ${res.statusCode}`))));
       });
       req.on('error', reject);
-      req.end();
+      req.end(send?.body);
     });
     const load = async (n) => {
       let left = n;
@@ -139,4 +151,5 @@ for (const scenario of SCENARIOS) {
   lines.push(`| ${scenario} | ${SERVERS.map((n) => cell(results.get(n))).join(' | ')} |`);
 }
 process.stdout.write(`${lines.join('\n')}\n`);
+rmSync(FILE_DIR, { recursive: true, force: true });
 await stopSharedBackends();
