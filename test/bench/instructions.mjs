@@ -15,6 +15,10 @@
 // BENCH_BEFORE), INSTR_REQUESTS (2000), INSTR_WARMUP (4000 requests), INSTR_CONNECTIONS (1),
 // INSTR_RUNS (2 per server: the spread, from V8's own timing of optimization and GC, is a few
 // percent). Needs valgrind (apt-get install -y valgrind). The servers run two at a time.
+// INSTR_THREADS=main counts the main thread alone (callgrind --separate-threads=yes): V8's
+// background threads compile optimized code and help the garbage collector, and how much of
+// that lands in the counted window moves a create's count by 10-20 % from one run to the next;
+// the main thread's count hardly moves (its share of the GC is still in it).
 // `petstore+log` is petstore as shipped, access log on (its stdout drained by this script);
 // `petstore+log@before` the same with the BENCH_BEFORE bundle.
 // `shared` (and `shared@before`, with BENCH_BEFORE) run the same bundle on a PostgreSQL store
@@ -41,6 +45,7 @@ const N = Number(env.INSTR_REQUESTS ?? 2000);
 const WARM = Number(env.INSTR_WARMUP ?? 4000);
 const C = Number(env.INSTR_CONNECTIONS ?? 1);
 const RUNS = Number(env.INSTR_RUNS ?? 2);
+const MAIN_ONLY = env.INSTR_THREADS === 'main';
 const PATHS = { list: '/pets?limit=20', get: '/pets/100', create: '/pets' };
 /** What a scenario sends besides a GET, and the status it must get. */
 const SENDS = { create: { method: 'POST', body: '{"name":"bench-pet","categoryId":3,"status":"available"}', status: 201 } };
@@ -68,7 +73,7 @@ async function count(name, scenario) {
   if (script === undefined) throw new Error(`unknown server ${name} (petstore@before needs BENCH_BEFORE)`);
   const out = join(tmpdir(), `petstore-instructions-${process.pid}-${name.replace(/\W/g, '_')}-${scenario}-${Math.random().toString(36).slice(2)}`);
   const peer = name === 'ceiling';
-  const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file',
+  const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file', ...(MAIN_ONLY ? ['--separate-threads=yes'] : []),
     process.execPath, script, '--config', CONFIG, ...(name.startsWith('shared') ? await sharedBackendArgs() : name.startsWith('file') ? ['--data', join(FILE_DIR, `${out.slice(out.lastIndexOf('/') + 1)}.json`)] : ['--memory']), '--port', '0', ...(peer ? [] : ['--log-level', name.startsWith('petstore+log') ? 'info' : 'warn'])];
   const proc = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
@@ -123,14 +128,20 @@ async function count(name, scenario) {
     proc.kill('SIGTERM');
     await exited;
   }
-  const totals = /^totals: (\d+)/m.exec(readFileSync(out, 'utf8'));
-  if (env.INSTR_KEEP === undefined) rmSync(out, { force: true });
-  else process.stderr.write(`callgrind output kept: ${out}\n`);
+  // With separate threads, one file per thread (-01 the main thread) and `out` itself is not written.
+  const main = MAIN_ONLY ? `${out}-01` : out;
+  const totals = /^totals: (\d+)/m.exec(readFileSync(main, 'utf8'));
+  if (env.INSTR_KEEP === undefined) {
+    rmSync(out, { force: true });
+    if (MAIN_ONLY) for (let t = 1; t <= 64; t++) rmSync(`${out}-${String(t).padStart(2, '0')}`, { force: true });
+  } else {
+    process.stderr.write(`callgrind output kept: ${main}\n`);
+  }
   if (totals === null) throw new Error(`${name}: no totals in the callgrind output`);
   return Number(totals[1]) / N;
 }
 
-const lines = [`Instructions per request (callgrind, user space): ${N} requests after ${WARM} of warm-up, ${C} connection(s), node ${process.version}; ${RUNS} runs each.`, ''];
+const lines = [`Instructions per request (callgrind, user space${MAIN_ONLY ? ', main thread only' : ''}): ${N} requests after ${WARM} of warm-up, ${C} connection(s), node ${process.version}; ${RUNS} runs each.`, ''];
 lines.push(`| scenario | ${SERVERS.join(' | ')} |`, `|---|${SERVERS.map(() => '---:|').join('')}`);
 for (const scenario of SCENARIOS) {
   const jobs = [];
