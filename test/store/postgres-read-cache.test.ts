@@ -3,7 +3,7 @@
 // and a batch is kept or not by the store generation it was handed over in: one handed over
 // after a new generation was known ran after the reset or seed that made it, one handed over
 // before may have run before it.
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { StoreGeneration, silentLogger } from '../../src/core/index.js';
 import { openPostgresStore, ReadCachedStore } from '../../src/store/index.js';
@@ -13,7 +13,7 @@ import { startPostgres } from '../support/postgres.js';
 
 const skip = skipUnless('PostgreSQL store tests', ['postgres']);
 
-async function setUp(t: Parameters<NonNullable<Parameters<typeof test>[2]>>[0]) {
+async function setUp(t: TestContext) {
   const pg = await startPostgres({ t });
   const db = await openPostgresStore(pg.url, { logger: silentLogger });
   const gen = new StoreGeneration(async () => 'e:next');
