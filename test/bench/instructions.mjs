@@ -11,17 +11,26 @@
 //   cd test/bench && node instructions.mjs                  # list and get; petstore, ceiling
 //   BENCH_BEFORE=/tmp/base/dist/petstore.js INSTR_SERVERS=petstore,petstore@before,ceiling node instructions.mjs
 //
-// Settings: INSTR_SCENARIOS (list,get), INSTR_SERVERS (petstore,ceiling; petstore@before with
+// Settings: INSTR_SCENARIOS (list,get; or create), INSTR_SERVERS (petstore,ceiling; petstore@before with
 // BENCH_BEFORE), INSTR_REQUESTS (2000), INSTR_WARMUP (4000 requests), INSTR_CONNECTIONS (1),
 // INSTR_RUNS (2 per server: the spread, from V8's own timing of optimization and GC, is a few
 // percent). Needs valgrind (apt-get install -y valgrind). The servers run two at a time.
+// INSTR_THREADS=main counts the main thread alone (callgrind --separate-threads=yes): V8's
+// background threads compile optimized code and help the garbage collector, and how much of
+// that lands in the counted window moves a create's count by 10-20 % from one run to the next;
+// the main thread's count hardly moves (its share of the GC is still in it).
 // `petstore+log` is petstore as shipped, access log on (its stdout drained by this script);
 // `petstore+log@before` the same with the BENCH_BEFORE bundle.
 // `shared` (and `shared@before`, with BENCH_BEFORE) run the same bundle on a PostgreSQL store
 // with Redis limits (both started here, once, and left unpinned) instead of --memory:
 //   INSTR_SERVERS=petstore,shared,shared@before INSTR_CONNECTIONS=16 node instructions.mjs
+// The `create` scenario (not run by default) counts per POST /pets with the bench key, the
+// body wrk/post.lua sends. `petstore` keeps pets in memory (--memory); `file` (and
+// `file@before`) runs the bundle on a fresh data file, which is the fair reference for a
+// create in the shared mode (a create is answered once it is on disk in both):
+//   INSTR_SCENARIOS=create INSTR_SERVERS=file,shared,shared@before INSTR_CONNECTIONS=64 node instructions.mjs
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +45,11 @@ const N = Number(env.INSTR_REQUESTS ?? 2000);
 const WARM = Number(env.INSTR_WARMUP ?? 4000);
 const C = Number(env.INSTR_CONNECTIONS ?? 1);
 const RUNS = Number(env.INSTR_RUNS ?? 2);
-const PATHS = { list: '/pets?limit=20', get: '/pets/100' };
+const MAIN_ONLY = env.INSTR_THREADS === 'main';
+const PATHS = { list: '/pets?limit=20', get: '/pets/100', create: '/pets' };
+/** What a scenario sends besides a GET, and the status it must get. */
+const SENDS = { create: { method: 'POST', body: '{"name":"bench-pet","categoryId":3,"status":"available"}', status: 201 } };
+const FILE_DIR = mkdtempSync(join(tmpdir(), 'petstore-instructions-'));
 const SCRIPTS = {
   petstore: join(ROOT, 'dist', 'petstore.js'),
   'petstore@before': BEFORE,
@@ -44,6 +57,8 @@ const SCRIPTS = {
   'petstore+log@before': BEFORE,
   shared: join(ROOT, 'dist', 'petstore.js'),
   'shared@before': BEFORE,
+  file: join(ROOT, 'dist', 'petstore.js'),
+  'file@before': BEFORE,
   ceiling: join(ROOT, 'test', 'bench', 'peers', 'ceiling.mjs'),
 };
 
@@ -52,14 +67,28 @@ if (!have('valgrind') || !have('callgrind_control')) {
   process.exit(1);
 }
 
+/**
+ * The batch statements that made these pets: each leaves one token row (scope '') in the key
+ * table whose pet_id is its first pet's id (two servers may share the database meanwhile).
+ */
+function batchesOf(url, ids) {
+  const [low, high] = [Math.min(...ids), Math.max(...ids)];
+  const firsts = execFileSync('psql', ['-X', '-A', '-t', '-d', url, '-c', `SELECT pet_id FROM petstore_idempotency_keys WHERE scope = '' AND pet_id BETWEEN ${low} AND ${high}`], { encoding: 'utf8' });
+  const mine = new Set(ids);
+  return firsts.split('\n').filter((id) => id !== '' && mine.has(Number(id))).length;
+}
+/** Creates per batch statement in each counted window, by server (shared servers, create). */
+const perBatch = new Map();
+
 async function count(name, scenario) {
   // shared@/path/to/petstore.js: another bundle on the shared backends.
   const script = SCRIPTS[name] ?? (name.startsWith('shared@/') ? name.slice('shared@'.length) : undefined);
   if (script === undefined) throw new Error(`unknown server ${name} (petstore@before needs BENCH_BEFORE)`);
   const out = join(tmpdir(), `petstore-instructions-${process.pid}-${name.replace(/\W/g, '_')}-${scenario}-${Math.random().toString(36).slice(2)}`);
   const peer = name === 'ceiling';
-  const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file',
-    process.execPath, script, '--config', CONFIG, ...(name.startsWith('shared') ? await sharedBackendArgs() : ['--memory']), '--port', '0', ...(peer ? [] : ['--log-level', name.startsWith('petstore+log') ? 'info' : 'warn'])];
+  const backend = name.startsWith('shared') ? await sharedBackendArgs() : undefined;
+  const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file', ...(MAIN_ONLY ? ['--separate-threads=yes'] : []),
+    process.execPath, script, '--config', CONFIG, ...(backend !== undefined ? backend : name.startsWith('file') ? ['--data', join(FILE_DIR, `${out.slice(out.lastIndexOf('/') + 1)}.json`)] : ['--memory']), '--port', '0', ...(peer ? [] : ['--log-level', name.startsWith('petstore+log') ? 'info' : 'warn'])];
   const proc = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (c) => (stderr = (stderr + c).slice(-4000)));
@@ -88,13 +117,21 @@ async function count(name, scenario) {
     }
     const agent = new Agent({ keepAlive: true, maxSockets: C });
     const url = base + PATHS[scenario];
+    const send = SENDS[scenario];
+    const headers = send === undefined ? { Authorization: `Bearer ${KEY}` } : { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' };
+    /** Ids of the pets created while `made` is set. */
+    let made;
     const one = () => new Promise((resolve, reject) => {
-      const req = request(url, { agent, headers: { Authorization: `Bearer ${KEY}` } }, (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${name}: ${res.statusCode}`))));
+      const req = request(url, { agent, method: send?.method ?? 'GET', headers }, (res) => {
+        if (made === undefined) res.resume();
+        else {
+          let body = '';
+          res.setEncoding('utf8').on('data', (c) => (body += c)).on('end', () => res.statusCode === 201 && made.push(JSON.parse(body).id));
+        }
+        res.on('end', () => (res.statusCode === (send?.status ?? 200) ? resolve() : reject(new Error(`${name}: ${res.statusCode}`))));
       });
       req.on('error', reject);
-      req.end();
+      req.end(send?.body);
     });
     const load = async (n) => {
       let left = n;
@@ -103,22 +140,32 @@ async function count(name, scenario) {
       }));
     };
     await load(WARM);
+    // How many creates a batch carried depends on timing (under valgrind, on what else runs),
+    // and the per-batch work is part of a create's count: it is shown beside it.
+    if (backend !== undefined && scenario === 'create') made = [];
     execFileSync('callgrind_control', ['--instr=on', String(proc.pid)], { stdio: 'ignore' });
     await load(N);
     execFileSync('callgrind_control', ['--instr=off', String(proc.pid)], { stdio: 'ignore' });
+    if (made !== undefined) perBatch.set(name, [...(perBatch.get(name) ?? []), (made.length / batchesOf(backend[1], made)).toFixed(1)]);
     agent.destroy();
   } finally {
     proc.kill('SIGTERM');
     await exited;
   }
-  const totals = /^totals: (\d+)/m.exec(readFileSync(out, 'utf8'));
-  if (env.INSTR_KEEP === undefined) rmSync(out, { force: true });
-  else process.stderr.write(`callgrind output kept: ${out}\n`);
+  // With separate threads, one file per thread (-01 the main thread) and `out` itself is not written.
+  const main = MAIN_ONLY ? `${out}-01` : out;
+  const totals = /^totals: (\d+)/m.exec(readFileSync(main, 'utf8'));
+  if (env.INSTR_KEEP === undefined) {
+    rmSync(out, { force: true });
+    if (MAIN_ONLY) for (let t = 1; t <= 64; t++) rmSync(`${out}-${String(t).padStart(2, '0')}`, { force: true });
+  } else {
+    process.stderr.write(`callgrind output kept: ${main}\n`);
+  }
   if (totals === null) throw new Error(`${name}: no totals in the callgrind output`);
   return Number(totals[1]) / N;
 }
 
-const lines = [`Instructions per request (callgrind, user space): ${N} requests after ${WARM} of warm-up, ${C} connection(s), node ${process.version}; ${RUNS} runs each.`, ''];
+const lines = [`Instructions per request (callgrind, user space${MAIN_ONLY ? ', main thread only' : ''}): ${N} requests after ${WARM} of warm-up, ${C} connection(s), node ${process.version}; ${RUNS} runs each.`, ''];
 lines.push(`| scenario | ${SERVERS.join(' | ')} |`, `|---|${SERVERS.map(() => '---:|').join('')}`);
 for (const scenario of SCENARIOS) {
   const jobs = [];
@@ -138,5 +185,7 @@ for (const scenario of SCENARIOS) {
   };
   lines.push(`| ${scenario} | ${SERVERS.map((n) => cell(results.get(n))).join(' | ')} |`);
 }
+if (perBatch.size > 0) lines.push('', `Creates per batch statement in the counted window (run by run): ${[...perBatch].map(([n, v]) => `${n} ${v.join(' / ')}`).join('; ')}`);
 process.stdout.write(`${lines.join('\n')}\n`);
+rmSync(FILE_DIR, { recursive: true, force: true });
 await stopSharedBackends();

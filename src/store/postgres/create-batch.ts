@@ -23,7 +23,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock, Logger, NewPet } from '../../core/index.js';
 import { describeError } from '../../core/index.js';
-import type { IdempotencyKey } from '../contract.js';
+import { makePet } from '../codec.js';
+import type { IdempotencyKey, StoredPet } from '../contract.js';
 import { CreateOutcomeUnknownError, StoreUnreachableError } from '../errors.js';
 import type { SqlRow } from './driver.js';
 import type { Pool } from './pool.js';
@@ -103,7 +104,8 @@ const BATCH = `WITH ordered AS MATERIALIZED (
 /**
  * The same statement for a batch in which no create has an Idempotency-Key (the common case):
  * no key to look up or claim, so every create makes a pet. $1: the creates as JSON text
- * (ord from 1, name, category_id, status; status left out when absent), $2 now, $3 the batch
+ * (ord from 1, then name, categoryId and status exactly as the pet's own JSON has them, status
+ * left out when absent: the same text, after the id, answers the create), $2 now, $3 the batch
  * token. Data-modifying CTEs run to completion whether read or not, so `pet` inserts every
  * row of `fresh`, or the statement fails and commits nothing. Answer: one row, the ids in
  * the order of the creates as one text ("101,102,..."): one row to read instead of one per create.
@@ -111,8 +113,8 @@ const BATCH = `WITH ordered AS MATERIALIZED (
 const PLAIN_BATCH = `WITH ordered AS MATERIALIZED (
     SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(${ORDER_LOCK})) AS l
   ), fresh AS MATERIALIZED (
-    SELECT i.ord, i.name, i.category_id, i.status, nextval('${ID_SEQUENCE}') AS id
-      FROM (SELECT * FROM json_to_recordset($1::text::json) AS u(ord bigint, name text, category_id bigint, status text) ORDER BY ord) AS i
+    SELECT i.ord, i.name, i."categoryId" AS category_id, i.status, nextval('${ID_SEQUENCE}') AS id
+      FROM (SELECT * FROM json_to_recordset($1::text::json) AS u(ord bigint, name text, "categoryId" bigint, status text) ORDER BY ord) AS i
       CROSS JOIN ordered
   ), pet AS (
     INSERT INTO ${PETS_TABLE} (id, name, category_id, status) OVERRIDING SYSTEM VALUE
@@ -141,10 +143,25 @@ export type BatchResult =
   /** Nothing was made: the key was committed by another process meanwhile (read it again). */
   | { readonly kind: 'none' };
 
+/**
+ * Told of every pet a create without a key made, before that create is answered (the read
+ * cache keeps them). `epoch()` is read when a batch is handed to the pool and given back with
+ * each pet of that batch: a statement handed over after a reset or seed was known here runs
+ * after it committed.
+ */
+export interface CreateWatch {
+  epoch(): number;
+  made(stored: StoredPet, epoch: number): void;
+}
+
 interface Pending {
   readonly input: NewPet;
   readonly idem: IdempotencyKey | undefined;
-  readonly resolve: (r: BatchResult) => void;
+  /** Answered with the stored pet (create()) rather than with a BatchResult (submit()). */
+  readonly stored: boolean;
+  /** Set by plainJson: the create's members after its id as JSON text, for the batch and the answer. */
+  tail: string | undefined;
+  readonly resolve: (r: BatchResult | StoredPet) => void;
   readonly reject: (err: unknown) => void;
   /** Sent again once after its batch was found not committed. */
   retried: boolean;
@@ -176,6 +193,7 @@ export class GroupCommit {
   #tokens = 0;
   /** Called for each batch without keys committed (keyed-create.ts counts it towards the next sweep). */
   #onPlainBatch: (() => void) | undefined;
+  #watch: CreateWatch | undefined;
   /** Statements sent, creates in them; lost answers found out, and left unknown; most batches in flight at once. */
   readonly stats = { batches: 0, creates: 0, resolved: 0, unknown: 0, peakInFlight: 0 };
 
@@ -191,11 +209,37 @@ export class GroupCommit {
     this.#onPlainBatch = hook;
   }
 
-  submit(input: NewPet, idem?: IdempotencyKey): Promise<BatchResult> {
+  /** `watch` is told of every pet create() made (one watch: the read cache's). */
+  watch(watch: CreateWatch): void {
+    this.#watch = watch;
+  }
+
+  /** A create without a key: resolves with the pet once its statement, commit included, was answered. */
+  create(input: NewPet): Promise<StoredPet> {
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ input, idem, resolve, reject, retried: false });
+      this.#waiting.push({ input, idem: undefined, stored: true, tail: undefined, resolve: resolve as Pending['resolve'], reject, retried: false });
       this.#schedule();
     });
+  }
+
+  submit(input: NewPet, idem?: IdempotencyKey): Promise<BatchResult> {
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ input, idem, stored: false, tail: undefined, resolve: resolve as Pending['resolve'], reject, retried: false });
+      this.#schedule();
+    });
+  }
+
+  /** `p` made a pet with this id. */
+  #made(p: Pending, id: number, epoch: number): void {
+    if (!p.stored) {
+      p.resolve({ kind: 'made', id });
+      return;
+    }
+    const { name, categoryId, status } = p.input;
+    // The same text as petJson(pet), with the members after the id built once for both.
+    const stored: StoredPet = { pet: makePet(id, name, categoryId, status), json: `{"id":${id},${p.tail ?? petTail(p.input)}` };
+    this.#watch?.made(stored, epoch);
+    p.resolve(stored);
   }
 
   #schedule(): void {
@@ -237,6 +281,7 @@ export class GroupCommit {
     this.stats.batches++;
     this.stats.creates += batch.length;
     const plain = batch.every((p) => p.idem === undefined);
+    const epoch = this.#watch?.epoch() ?? 0;
     let rows: SqlRow[];
     try {
       rows = plain
@@ -247,7 +292,7 @@ export class GroupCommit {
         for (const p of batch) p.reject(err);
         return;
       }
-      await this.#findOut(batch, token, now, err);
+      await this.#findOut(batch, token, now, epoch, err);
       return;
     }
     if (plain) {
@@ -258,13 +303,18 @@ export class GroupCommit {
         for (const p of batch) p.reject(err);
         return;
       }
-      batch.forEach((p, i) => p.resolve({ kind: 'made', id: Number(ids[i]) }));
+      for (let i = 0; i < batch.length; i++) this.#made(batch[i] as Pending, Number(ids[i]), epoch);
       this.#onPlainBatch?.();
       return;
     }
     const byOrd = new Map<number, SqlRow>();
     for (const row of rows) byOrd.set(Number(row.ord), row);
-    batch.forEach((p, i) => p.resolve(result(byOrd.get(i + 1))));
+    batch.forEach((p, i) => {
+      const r = result(byOrd.get(i + 1));
+      if (!p.stored) p.resolve(r);
+      else if (r.kind === 'made') this.#made(p, r.id, epoch);
+      else p.reject(new Error(`a create without a key was not made (${r.kind})`));
+    });
   }
 
   /**
@@ -272,7 +322,7 @@ export class GroupCommit {
    * creates it made are answered with their pets; if it did not commit (and now never
    * will), its creates are sent once more; if we cannot find out, their fate is unknown.
    */
-  async #findOut(batch: Pending[], token: string, now: number, lost: unknown): Promise<void> {
+  async #findOut(batch: Pending[], token: string, now: number, epoch: number, lost: unknown): Promise<void> {
     let written: string | undefined;
     try {
       written = await this.#pool.transaction(async (tx) => {
@@ -311,7 +361,7 @@ export class GroupCommit {
     const again: Pending[] = [];
     batch.forEach((p, i) => {
       const id = made.get(i + 1);
-      if (id !== undefined) p.resolve({ kind: 'made', id });
+      if (id !== undefined) this.#made(p, id, epoch);
       // A replay or a key taken meanwhile: no write was lost; ask again.
       else again.push(p);
     });
@@ -320,12 +370,22 @@ export class GroupCommit {
   }
 }
 
+/**
+ * A pet's JSON text after its id (petJson's order: name, categoryId, status if any): the
+ * name escaped once, for the batch and for the answer. categoryId is a safe integer and
+ * status one of the known words (both checked before a create gets here), as petJson assumes.
+ */
+function petTail({ name, categoryId, status }: NewPet): string {
+  return status === undefined ? `"name":${JSON.stringify(name)},"categoryId":${categoryId}}` : `"name":${JSON.stringify(name)},"categoryId":${categoryId},"status":"${status}"}`;
+}
+
 /** The creates of a batch without keys as JSON text for PLAIN_BATCH (built as text: no object per create). */
 function plainJson(batch: readonly Pending[]): string {
   let out = '[';
   for (let i = 0; i < batch.length; i++) {
-    const { name, categoryId, status } = (batch[i] as Pending).input;
-    out += `${i === 0 ? '' : ','}{"ord":${i + 1},"name":${JSON.stringify(name)},"category_id":${JSON.stringify(categoryId)}${status === undefined ? '' : `,"status":${JSON.stringify(status)}`}}`;
+    const p = batch[i] as Pending;
+    p.tail ??= petTail(p.input);
+    out += `${i === 0 ? '{"ord":' : ',{"ord":'}${i + 1},${p.tail}`;
   }
   return `${out}]`;
 }

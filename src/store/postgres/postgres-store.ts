@@ -12,7 +12,7 @@ import { checkSeedInput, planBatch, type Op } from '../batch.js';
 import { makePet, petJson } from '../codec.js';
 import type { CreateOutcome, IdempotencyKey, ListQuery, PetStore, SeedPet, StoredPet } from '../contract.js';
 import type { SqlRow } from './driver.js';
-import { GroupCommit, type GroupCommitOptions } from './create-batch.js';
+import { GroupCommit, type CreateWatch, type GroupCommitOptions } from './create-batch.js';
 import { KeyedCreates, type KeyedCreateOptions } from './keyed-create.js';
 import type { Pool } from './pool.js';
 import { ID_SEQUENCE, KEYS_TABLE, ORDER_LOCK, PETS_TABLE } from './schema.js';
@@ -83,11 +83,13 @@ export class PostgresStore implements PetStore {
   }
 
   /** Resolves once the statement that made it, and so its commit, has been answered. */
-  async create(input: NewPet): Promise<StoredPet> {
-    const made = await this.#batch.submit(input);
-    if (made.kind !== 'made') throw new Error(`a create without a key was not made (${made.kind})`);
-    const pet = makePet(made.id, input.name, input.categoryId, input.status);
-    return { pet, json: petJson(pet) };
+  create(input: NewPet): Promise<StoredPet> {
+    return this.#batch.create(input);
+  }
+
+  /** `watch` is told of every pet create() makes, before it is answered (read-cache.ts). */
+  watchCreates(watch: CreateWatch): void {
+    this.#batch.watch(watch);
   }
 
   /** The key and the pet in one statement (keyed-create.ts). */
