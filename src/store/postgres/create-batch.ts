@@ -23,7 +23,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock, Logger, NewPet } from '../../core/index.js';
 import { describeError } from '../../core/index.js';
-import { makePet } from '../codec.js';
+import { makePet, petTail } from '../codec.js';
 import type { IdempotencyKey, StoredPet } from '../contract.js';
 import { CreateOutcomeUnknownError, StoreUnreachableError } from '../errors.js';
 import type { SqlRow } from './driver.js';
@@ -236,7 +236,7 @@ export class GroupCommit {
       return;
     }
     const { name, categoryId, status } = p.input;
-    // The same text as petJson(pet), with the members after the id built once for both.
+    // petJson(pet), with the text after the id built once for the batch and the answer.
     const stored: StoredPet = { pet: makePet(id, name, categoryId, status), json: `{"id":${id},${p.tail ?? petTail(p.input)}` };
     this.#watch?.made(stored, epoch);
     p.resolve(stored);
@@ -368,15 +368,6 @@ export class GroupCommit {
     for (const p of again) this.#waiting.push(p);
     this.#schedule();
   }
-}
-
-/**
- * A pet's JSON text after its id (petJson's order: name, categoryId, status if any): the
- * name escaped once, for the batch and for the answer. categoryId is a safe integer and
- * status one of the known words (both checked before a create gets here), as petJson assumes.
- */
-function petTail({ name, categoryId, status }: NewPet): string {
-  return status === undefined ? `"name":${JSON.stringify(name)},"categoryId":${categoryId}}` : `"name":${JSON.stringify(name)},"categoryId":${categoryId},"status":"${status}"}`;
 }
 
 /** The creates of a batch without keys as JSON text for PLAIN_BATCH (built as text: no object per create). */
