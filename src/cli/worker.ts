@@ -115,7 +115,8 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
   try {
     const seed = env[SEED_ENV] === '1' && resolved.seedFile !== undefined ? await readSeedFile(resolved.seedFile) : undefined;
     const port = env[PORT_ENV] === undefined ? resolved.port : Number(env[PORT_ENV]);
-    handle = await startWithConfig({ ...startOptions(resolved, env, logger, seed), port }, resolved.config, peers, catchUp);
+    // Every worker shares the store with the others: the command line's count, not the config's.
+    handle = await startWithConfig({ ...startOptions(resolved, env, logger, seed), port, processes: resolved.workers }, resolved.config, peers, catchUp);
   } catch (err) {
     out.drainTo(safeStderr());
     say(describeStartError(err));

@@ -39,13 +39,23 @@ export function startPetstore(options: StartOptions = {}): Promise<PetstoreHandl
 }
 
 /**
+ * How many processes of the service share its store: a worker of --workers N says N (the
+ * command line's count, which the config file may not hold). Above 1, each process keeps one
+ * batch of creates in flight instead of two (store/postgres/create-batch.ts). Default: the
+ * config's `workers`.
+ */
+export interface ProcessCount {
+  readonly processes?: number;
+}
+
+/**
  * startPetstore, with the config already read and checked when the caller had to read it
  * first (the command line, for its port and data file): a file is read once at start.
  * options.config still names what a reload re-reads. beforeListen (a worker of --workers N)
  * runs once the backends are open, before the port is taken, with the reload to catch up with.
  */
 export async function startWithConfig(
-  options: StartOptions, loaded: Config | undefined, peers?: Peers, beforeListen?: (reload: () => Promise<void>) => Promise<void>,
+  options: StartOptions & ProcessCount, loaded: Config | undefined, peers?: Peers, beforeListen?: (reload: () => Promise<void>) => Promise<void>,
 ): Promise<PetstoreHandle> {
   let config = loaded ?? await resolveConfig(options.config);
   // node:cluster forks the running script with its arguments: the command line's, not an
@@ -70,7 +80,7 @@ export async function startWithConfig(
   if (options.store !== undefined && dataFile !== undefined) throw new StartError('config', 'store and dataFile cannot both be given: pets live in PostgreSQL or in a data file');
   const idempotencyRetentionMs = config.idempotencyRetentionHours * 3_600_000;
   const opened: PetStore = await (options.store !== undefined
-    ? openPostgresStore(options.store, { logger, clock, idempotencyRetentionMs, processes: config.workers })
+    ? openPostgresStore(options.store, { logger, clock, idempotencyRetentionMs, processes: options.processes ?? config.workers })
     : dataFile === undefined
       ? Promise.resolve(openMemoryStore({ clock, idempotencyRetentionMs }))
       : openFileStore(dataFile, {

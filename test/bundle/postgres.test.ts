@@ -210,6 +210,7 @@ test('precedence: --store over a config dataFile; --data over PETSTORE_STORE; th
   const opened = srv.stdout().split('\n').find((l) => l.includes('"store opened"'));
   assert.ok(opened, srv.stdout());
   assert.match(opened, /"store":"postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/petstore"/);
+  assert.match(opened, /"createBatchesInFlight":2/, 'a process alone keeps a second batch queued behind the running one');
   assert.doesNotMatch(srv.stdout() + srv.stderr(), /Zq9secret/);
   await srv.stop();
 

@@ -127,6 +127,12 @@ describe('--workers 2 on PostgreSQL and Redis', { skip }, () => {
     for (const pid of workerPids(svc)) assert.ok(alive(pid));
   });
 
+  it('each worker keeps one batch of creates in flight: the command line\'s worker count reaches the store, which the config file does not hold', async () => {
+    await until('both workers opened the store', () => svc.stdout().split('\n').filter((l) => l.includes('"store opened"')).length === 2);
+    const opened = svc.stdout().split('\n').filter((l) => l.includes('"store opened"')).map((l) => JSON.parse(l) as { createBatchesInFlight?: number });
+    assert.deepEqual(opened.map((l) => l.createBatchesInFlight), [1, 1], svc.stdout());
+  });
+
   it('under concurrent load the access lines of both workers on the one stdout are whole lines, none cut by another', async () => {
     // Long lines (a user agent of 1,500 characters, one not ASCII: node's client sends it as
     // Latin-1, the server reads it so, the line has it in UTF-8), so that a batch is several

@@ -82,12 +82,13 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions)
   if (schema.upgradedFrom !== undefined) {
     opts.logger.log('info', 'store schema upgraded', { store: shown, from: schema.upgradedFrom, to: schema.version });
   }
-  opts.logger.log('info', 'store opened', { store: shown, schemaVersion: schema.version, pool: poolSize, queryTimeoutMs, statementTimeoutMs });
+  const batchesInFlight = (opts.processes ?? 1) > 1 ? 1 : DEFAULT_BATCHES_IN_FLIGHT;
+  opts.logger.log('info', 'store opened', { store: shown, schemaVersion: schema.version, pool: poolSize, queryTimeoutMs, statementTimeoutMs, createBatchesInFlight: batchesInFlight });
   const store = new PostgresStore(pool, {
     clock: opts.clock ?? systemClock,
     retentionMs: opts.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_HOURS * 3_600_000,
     logger: opts.logger,
-    batchesInFlight: (opts.processes ?? 1) > 1 ? 1 : DEFAULT_BATCHES_IN_FLIGHT,
+    batchesInFlight,
     ...(opts.gatherMs === undefined ? {} : { gatherMs: opts.gatherMs }),
   });
   // Keys that expired while no process created any (one bounded statement; it never fails the start).
