@@ -1,5 +1,6 @@
-// Helpers shared by run.mjs and check-peers.mjs: the servers under test, starting one and
-// reading its ready line, and a small HTTP client that never throws on a status.
+// Helpers shared by run.mjs, check-peers.mjs and the other benches: the servers under test,
+// starting one and reading its ready line, a small HTTP client that never throws on a status,
+// and the median and per-round ratios the reports print.
 import { spawn, spawnSync } from 'node:child_process';
 import { request } from 'node:http';
 import { dirname, join } from 'node:path';
@@ -34,6 +35,23 @@ export const BEFORE = process.env.BENCH_BEFORE;
 if (BEFORE) {
   SERVERS['petstore@before'] = { script: BEFORE, args: SERVERS.petstore.args };
   SERVERS['petstore+log@before'] = { script: BEFORE, args: SERVERS['petstore+log'].args };
+}
+
+export function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/**
+ * Round by round, `xs[i] / ys[i]` (both measured within seconds of each other, so a slow spell
+ * of the machine that spans a round weighs on both sides of its ratio); rounds either lacks are
+ * skipped. The paired ratio is the median of these.
+ */
+export function roundRatios(xs, ys) {
+  const out = [];
+  for (let i = 0; i < Math.min(xs.length, ys.length); i++) if (xs[i] !== undefined && ys[i] !== undefined) out.push(xs[i] / ys[i]);
+  return out;
 }
 
 export function have(command) {

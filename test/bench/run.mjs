@@ -28,7 +28,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { seedPet } from './peers/common.mjs';
-import { BEFORE, BENCH_DIR, ROOT, SERVERS, have, http, jsonHeaders, auth, measureStartup, pinPrefix, pinSelf, startServer } from './lib.mjs';
+import { BEFORE, BENCH_DIR, ROOT, SERVERS, have, http, jsonHeaders, auth, measureStartup, median, pinPrefix, pinSelf, roundRatios, startServer } from './lib.mjs';
 
 const env = process.env;
 // wrk takes whole seconds.
@@ -106,12 +106,6 @@ if (BEFORE) {
 
 function log(...args) {
   console.error('[bench]', ...args);
-}
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 function percentile(values, p) {
@@ -240,9 +234,8 @@ async function runScenario(scenario, tmp) {
  * both sides of its ratio instead of on one server's median.
  */
 function pairedRatio(petstore, peer) {
-  const n = Math.min(petstore.length, peer.length);
-  if (n === 0) return 'n/a';
-  return `${median(Array.from({ length: n }, (_, i) => petstore[i] / peer[i])).toFixed(2)}x`;
+  const ratios = roundRatios(petstore, peer);
+  return ratios.length === 0 ? 'n/a' : `${median(ratios).toFixed(2)}x`;
 }
 
 function summarize(row) {

@@ -20,6 +20,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { capacity, capacityTable, cpuMeter, enginesOf, pinEngines, startPinned, wrkDuring, writeBenchConfig } from './backends-lib.mjs';
+import { median, roundRatios } from './lib.mjs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -218,12 +219,8 @@ for (const [op] of OPS) {
 // The same ratios paired: each round's figure over the other mode's in that round (measured
 // seconds apart), then the median over rounds, so that a slow spell of the machine weighs on
 // both sides of a ratio instead of on one mode's best round.
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const paired = (a, b, op) => {
-  const xs = perRound[a]?.[op];
-  const ys = perRound[b]?.[op];
-  if (xs === undefined || ys === undefined) return '-';
-  const ratios = xs.map((x, i) => (x !== undefined && ys[i] !== undefined ? x / ys[i] : undefined)).filter((r) => r !== undefined);
+  const ratios = roundRatios(perRound[a]?.[op] ?? [], perRound[b]?.[op] ?? []);
   return ratios.length === 0 ? '-' : `${median(ratios).toFixed(2)}x (${ratios.map((r) => r.toFixed(2)).join(' ')})`;
 };
 if (ROUNDS > 1) {

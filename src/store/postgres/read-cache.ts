@@ -36,7 +36,7 @@ import type { CreateWatch } from './create-batch.js';
 export interface PagedPetStore extends PetStore {
   list(q: ListQuery): Promise<StoredPet[]>;
   /** Tells `watch` of every pet create() makes, before that create is answered (create-batch.ts). */
-  watchCreates?(watch: CreateWatch): void;
+  watchCreates(watch: CreateWatch): void;
 }
 
 export interface ReadCacheOptions {
@@ -70,8 +70,6 @@ export class ReadCachedStore implements PetStore {
   /** Counts down from -1: each read of `generation` or `count` that must never match again. */
   #never = 0;
   readonly stats: ReadCacheStats = { petHits: 0, pageHits: 0, misses: 0 };
-  /** The inner store keeps the pets its creates make through the watch: create() adds nothing. */
-  readonly #watched: boolean;
 
   constructor(inner: PagedPetStore, generation: StoreGeneration, opts: ReadCacheOptions = {}) {
     this.#inner = inner;
@@ -79,8 +77,7 @@ export class ReadCachedStore implements PetStore {
     this.#maxPets = opts.maxPets ?? DEFAULT_MAX_PETS;
     this.#maxPagePets = opts.maxPagePets ?? DEFAULT_MAX_PAGE_PETS;
     generation.onChange(() => this.#clear());
-    this.#watched = inner.watchCreates !== undefined;
-    inner.watchCreates?.({ epoch: () => this.#epoch, made: (stored, epoch) => this.#keepPet(stored, epoch) });
+    inner.watchCreates({ epoch: () => this.#epoch, made: (stored, epoch) => this.#keepPet(stored, epoch) });
   }
 
   /**
@@ -144,16 +141,11 @@ export class ReadCachedStore implements PetStore {
   }
 
   /**
-   * A created pet is kept, as a pet read. With a watching inner store (PostgreSQL), it keeps
-   * them itself, from the epoch its batch was handed over in: one promise per create, not three.
+   * A created pet is kept, as a pet read: the inner store hands it to the watch set up in the
+   * constructor, from the epoch its batch was handed over in (one promise per create, not three).
    */
   create(input: NewPet): Promise<StoredPet> {
-    if (this.#watched) return this.#inner.create(input);
-    const epoch = this.#epoch;
-    return this.#inner.create(input).then((stored) => {
-      this.#keepPet(stored, epoch);
-      return stored;
-    });
+    return this.#inner.create(input);
   }
 
   createIdempotent(input: NewPet, idempotency: IdempotencyKey): Promise<CreateOutcome> {
