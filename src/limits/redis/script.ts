@@ -133,6 +133,8 @@ end
 --   is non-increasing in units (a subtraction, a division by a positive cap and a subtraction
 --   of a constant, each correctly rounded, so monotone), so if the last request is admitted
 --   every earlier one is. The first is checked too, so that a refused flood declines at once.
+--   (The check for a clamp below implies it as well: a last value >= 0 means every request
+--   found MINUTE_MS and DAY_MS token-ms or more, where the expression is < 0.)
 -- - No clamp: the final value >= 0 (false for NaN) implies every earlier one is, the
 --   sequence going down.
 -- - The run: the general loop makes one run {n, ok, the first answer's tokens, wait 0, step 1
