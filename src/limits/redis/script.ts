@@ -2,7 +2,9 @@
 // one id, atomically, in one round trip (EVALSHA). It is buckets.ts and MemoryLimiter.take()
 // written in Lua, operation for operation, so that both limiters give the same answers (one
 // table of cases runs on both: test/limits/limiter-cases.test.ts). The headers are built from
-// its reply by the same limitResult() as the memory limiter's (headers.ts).
+// its reply by the same limitResult() as the memory limiter's (headers.ts). One shortcut: a run
+// of requests that are all admitted skips the per-request loop (the fast path, below), with the
+// same subtractions, so the same doubles (test/limits/redis-script.test.ts compares the two).
 //
 // Time is the Redis server's (TIME), so processes whose clocks disagree charge the same
 // buckets the same way. TIME is a wall clock: a step back on the Redis host refills nothing
