@@ -8,7 +8,7 @@
 // "backends on CPU 1" pin them (every PostgreSQL process and redis-server) to wrk's CPU
 // instead, which leaves CPU 0 to petstore alone as in the file mode: on two cores the closest
 // model of a deployment, where they run on machines of their own. With the shared backends it also counts, per request,
-// the Redis commands sent (INFO commandstats) and the PostgreSQL statements run
+// the Redis commands sent and Redis's time per script run (INFO commandstats) and the PostgreSQL statements run
 // (pg_stat_statements), and the CPU seconds of every process (petstore and its workers, every
 // PostgreSQL backend, redis-server, from /proc) per request, from which it PROJECTS the
 // throughput at 4, 8 and 16 cores (capacity() in backends-lib.mjs). With 2 workers it also shows
@@ -50,12 +50,16 @@ async function counts() {
   // calls inside them are counted by Redis too, but are no round trip of their own.
   const evalsha = ['evalsha', 'eval']
     .reduce((n, cmd) => n + Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(info)?.[1] ?? 0), 0);
+  // Redis's own time in those scripts (µs, the calls inside included): per script run, what
+  // one run costs Redis's single thread.
+  const evalshaUsec = ['evalsha', 'eval']
+    .reduce((n, cmd) => n + Number(new RegExp(`cmdstat_${cmd}:calls=\\d+,usec=(\\d+)`).exec(info)?.[1] ?? 0), 0);
   const out = await pg.psql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%petstore_pets%' OR query ILIKE '%peer_pets%'");
   // The group commit's statements (one per batch, one commit each) and the commits PostgreSQL made.
   const batches = await pg.psql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%json_to_recordset%' AND query ILIKE '%nextval%'");
   const commits = await pg.psql("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
   const last = (text) => Number(text.trim().split('\n').at(-1));
-  return { evalsha, statements: last(out), batches: last(batches), commits: last(commits) };
+  return { evalsha, evalshaUsec, statements: last(out), batches: last(batches), commits: last(commits) };
 }
 
 /** Statements waiting for an advisory lock (the id lock) right now. */
@@ -186,6 +190,7 @@ try {
           rps, p50: r.p50_us, non2xx: r.non2xx ?? 0,
           ...(before === undefined ? {} : {
             redisPerRequest: (after.evalsha - before.evalsha) / r.requests,
+            redisUsPerScript: after.evalsha > before.evalsha ? (after.evalshaUsec - before.evalshaUsec) / (after.evalsha - before.evalsha) : 0,
             pgPerRequest: (after.statements - before.statements) / r.requests,
             batchesPerSecond: Math.round((after.batches - before.batches) / seconds),
             createsPerBatch: after.batches > before.batches ? r.requests / (after.batches - before.batches) : 0,
@@ -233,8 +238,8 @@ if (ROUNDS > 1) {
   }
 }
 console.log('\nPer request, and the group commit (creates per batch statement, batches and commits per second, statements waiting for the id lock on average):');
-console.log('| mode | operation | Redis cmds/req | PG statements/req | creates/batch | batches/s | commits/s | lock waiters |');
-console.log('|---|---|---:|---:|---:|---:|---:|---:|');
+console.log('| mode | operation | Redis cmds/req | Redis µs/script | PG statements/req | creates/batch | batches/s | commits/s | lock waiters |');
+console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const [mode] of MODES) {
   if (mode.startsWith('file') || !has(mode)) continue;
   for (const [op] of OPS) {
@@ -242,7 +247,7 @@ for (const [mode] of MODES) {
     if (x === undefined) continue;
     // The group commit's figures are petstore's: the peer has no batch statement and no id lock.
     const batched = op === 'create' && x.batchesPerSecond > 0;
-    console.log(`| ${mode} | ${op} | ${x.redisPerRequest.toFixed(3)} | ${x.pgPerRequest.toFixed(3)} | ${batched ? x.createsPerBatch.toFixed(1) : '-'} | ${batched ? x.batchesPerSecond : '-'} | ${op === 'create' ? x.commitsPerSecond : '-'} | ${batched ? x.lockWaiters.toFixed(2) : '-'} |`);
+    console.log(`| ${mode} | ${op} | ${x.redisPerRequest.toFixed(3)} | ${x.redisUsPerScript.toFixed(1)} | ${x.pgPerRequest.toFixed(3)} | ${batched ? x.createsPerBatch.toFixed(1) : '-'} | ${batched ? x.batchesPerSecond : '-'} | ${op === 'create' ? x.commitsPerSecond : '-'} | ${batched ? x.lockWaiters.toFixed(2) : '-'} |`);
   }
 }
 if (BEFORE) {

@@ -17,11 +17,12 @@ const NO_BAN: BanPolicy = { after: 20, seconds: 0 };
 interface Step {
   /** ms since the case's start (dyadic fractions only, so START + at is exact on both sides). */
   readonly at: number;
-  /** How many takes at that instant (default 1); each must have `expect`. */
+  /** How many takes at that instant (default 1, or the length of `expect` when a list). */
   readonly n?: number;
   readonly id?: string;
   readonly limits?: Limits;
-  readonly expect: LimitOutcome;
+  /** Every take's outcome, or each take's in order (a list: a run whose answers change). */
+  readonly expect: LimitOutcome | readonly LimitOutcome[];
   /** Headers of the last take of the step, checked too. */
   readonly remaining?: string;
   readonly retryAfter?: number;
@@ -33,6 +34,16 @@ interface Case {
   readonly ban: BanPolicy;
   readonly steps: readonly Step[];
 }
+
+/** How many takes a step makes, and the outcome its k-th (from 0) must get. */
+const takes = (step: Step): number => step.n ?? (typeof step.expect === 'string' ? 1 : step.expect.length);
+const expected = (step: Step, k: number): LimitOutcome => (typeof step.expect === 'string' ? step.expect : step.expect[k] as LimitOutcome);
+
+/** `n` times the same outcome, for a step's list of outcomes. */
+const times = (n: number, outcome: LimitOutcome): LimitOutcome[] => Array<LimitOutcome>(n).fill(outcome);
+
+/** 2^-10 ms: with its halves, a fraction that keeps START + at exact (dyadic). */
+const TINY = 2 ** -10;
 
 const CASES: readonly Case[] = [
   {
@@ -148,6 +159,68 @@ const CASES: readonly Case[] = [
       { at: 0, id: '2001:db8:1:2::/64', expect: 'rate_limited' },
     ],
   },
+  // The boundaries of the Redis script's fast path (a run of admitted requests one token
+  // apart, script.ts): in the "each step in one run" mode each step below is one script run.
+  {
+    name: 'a run that empties the minute bucket at its last request, from fractional tokens',
+    limits: { perMinute: 5, perDay: 1000 }, ban: NO_BAN,
+    steps: [
+      { at: 0.25, n: 5, expect: 'ok', remaining: '0' },
+      // 2 tokens back and 0.5 ms of refill (2.5 token-ms): the run of 2 ends a hair above 0.
+      { at: 24_000.75, n: 2, expect: 'ok', remaining: '0' },
+      { at: 24_000.75, expect: 'rate_limited', retryAfter: 12 },
+      { at: 36_000.5, n: 1, expect: 'ok', remaining: '0' },
+    ],
+  },
+  {
+    name: 'a run that runs out of minute tokens in the middle: the rest refused, then banned',
+    limits: { perMinute: 5, perDay: 1000 }, ban: { after: 1, seconds: 30 },
+    steps: [
+      { at: 0, n: 2, expect: 'ok' },
+      { at: 0.5, expect: [...times(3, 'ok'), 'rate_limited', 'rate_limited', 'temporarily_banned', 'temporarily_banned'] },
+      { at: 30_000.5, expect: [...times(2, 'ok'), 'rate_limited'] },
+    ],
+  },
+  {
+    name: 'a run whose last request is admitted by the slack alone: the minute bucket is clamped at 0',
+    limits: FREE, ban: NO_BAN,
+    steps: [
+      { at: 0, n: 60, expect: 'ok' },
+      // 2 tokens less 0.0586 token-ms (2^-10 ms of refill): the run's second request finds
+      // 60000 - 0.0586 token-ms, within the slack (60 * 0.001), is admitted and leaves 0, not -0.0586.
+      { at: 2000 - TINY, n: 2, expect: 'ok' },
+      // One token's refill less 2^-11 ms later: admitted from 0 (by the slack), refused from -0.0586.
+      { at: 3000 - TINY - TINY / 2, expect: ['ok', 'rate_limited'] },
+      // The same boundary with a run of one request.
+      { at: 4000 - 2 * TINY - TINY / 2, expect: 'ok' },
+      { at: 5000 - 3 * TINY, expect: 'ok' },
+    ],
+  },
+  {
+    name: 'the day bucket ends runs: exactly at a run\'s last request, by the slack, in the middle',
+    limits: { perMinute: 10, perDay: 5 }, ban: NO_BAN,
+    steps: [
+      { at: 0, n: 2, expect: 'ok' },
+      { at: 0.5, n: 3, expect: 'ok', remaining: '0' },
+      { at: 0.5, expect: 'rate_limited', retryAfter: 17_280 },
+      // 3 day tokens less 0.0049 token-ms (within the slack, 5 * 0.001): the third request
+      // is admitted and leaves 0.
+      { at: 51_840_000 - TINY, n: 3, expect: 'ok', remaining: '0' },
+      // One day token's refill less 2^-11 ms later: admitted from 0, refused from -0.0049.
+      { at: 69_120_000 - TINY - TINY / 2, expect: ['ok', 'rate_limited'] },
+    ],
+  },
+  {
+    name: 'a ban in force refuses a run although both buckets hold tokens',
+    limits: FREE, ban: { after: 0, seconds: 100 },
+    steps: [
+      { at: 0, n: 60, expect: 'ok' },
+      { at: 0, expect: ['rate_limited', 'temporarily_banned'], retryAfter: 100 },
+      { at: 10_000, n: 5, expect: 'temporarily_banned', retryAfter: 90 },
+      { at: 99_999.5, n: 3, expect: 'temporarily_banned', retryAfter: 1 },
+      { at: 100_000, n: 60, expect: 'ok', remaining: '0' },
+    ],
+  },
 ];
 
 /** A result as plain data, so the two limiters' results compare field by field. */
@@ -163,9 +236,9 @@ async function run(c: Case, limiter: Taker): Promise<Record<string, unknown>[]> 
   for (const [i, step] of c.steps.entries()) {
     limiter.at(step.at);
     let last: LimitResult | undefined;
-    for (let k = 0; k < (step.n ?? 1); k++) {
+    for (let k = 0; k < takes(step); k++) {
       last = await limiter.take(step.id ?? 'id', step.limits ?? c.limits);
-      assert.equal(last.outcome, step.expect, `step ${i} (at ${step.at}), take ${k + 1}`);
+      assert.equal(last.outcome, expected(step, k), `step ${i} (at ${step.at}), take ${k + 1}`);
       out.push(plain(last));
     }
     if (step.remaining !== undefined) assert.equal(last?.remaining, step.remaining, `step ${i} remaining`);
@@ -198,8 +271,8 @@ async function runTogether(c: Case, limiter: Taker): Promise<Record<string, unkn
   const out: Record<string, unknown>[] = [];
   for (const [i, step] of c.steps.entries()) {
     limiter.at(step.at);
-    const taken = await Promise.all(Array.from({ length: step.n ?? 1 }, () => limiter.take(step.id ?? 'id', step.limits ?? c.limits)));
-    taken.forEach((r, k) => assert.equal(r.outcome, step.expect, `step ${i} (at ${step.at}), take ${k + 1}`));
+    const taken = await Promise.all(Array.from({ length: takes(step) }, () => limiter.take(step.id ?? 'id', step.limits ?? c.limits)));
+    taken.forEach((r, k) => assert.equal(r.outcome, expected(step, k), `step ${i} (at ${step.at}), take ${k + 1}`));
     out.push(...taken.map(plain));
   }
   return out;
