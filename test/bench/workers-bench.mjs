@@ -44,6 +44,14 @@ const pg = await startPostgres({ settings: { shared_preload_libraries: 'pg_stat_
 const redis = await startRedis();
 await pg.psql('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
 const admin = new Redis(redis.url);
+// The bench's own connection to PostgreSQL, opened once, for the counts and the lock sampler:
+// sampling through psql started a psql process, and PostgreSQL a backend for it, ten times a
+// second during every shared create run (and only there), which took CPU from the run measured
+// and broke the creates' batches up (about 30 creates per statement instead of 50-60 in one
+// process, and 7 % fewer creates/s in a side-by-side check).
+const db = postgres(pg.url, { max: 1, fetch_types: false, onnotice: () => undefined });
+/** The one number a query answers. */
+const one = async (query) => Number(Object.values((await query)[0])[0]);
 
 async function counts() {
   const info = await admin.info('commandstats');
@@ -55,26 +63,18 @@ async function counts() {
   // one run costs Redis's single thread.
   const evalshaUsec = ['evalsha', 'eval']
     .reduce((n, cmd) => n + Number(new RegExp(`cmdstat_${cmd}:calls=\\d+,usec=(\\d+)`).exec(info)?.[1] ?? 0), 0);
-  const out = await pg.psql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%petstore_pets%' OR query ILIKE '%peer_pets%'");
+  const statements = await one(db`SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%petstore_pets%' OR query ILIKE '%peer_pets%'`);
   // The group commit's statements (one per batch, one commit each) and the commits PostgreSQL made.
-  const batches = await pg.psql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%json_to_recordset%' AND query ILIKE '%nextval%'");
-  const commits = await pg.psql("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()");
-  const last = (text) => Number(text.trim().split('\n').at(-1));
-  return { evalsha, evalshaUsec, statements: last(out), batches: last(batches), commits: last(commits) };
+  const batches = await one(db`SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%json_to_recordset%' AND query ILIKE '%nextval%'`);
+  const commits = await one(db`SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`);
+  return { evalsha, evalshaUsec, statements, batches, commits };
 }
-
-// The lock sampler's own connection, opened once: sampling through psql started a psql
-// process, and PostgreSQL a backend for it, ten times a second during every shared create run
-// (and only there), which took CPU from the run measured and broke the creates' batches up
-// (about 30 creates per statement instead of 50-60 in one process, and 7 % fewer creates/s in
-// a side-by-side check).
-const sampler = postgres(pg.url, { max: 1, fetch_types: false, onnotice: () => undefined });
 
 /** Statements waiting for an advisory lock (the id lock) right now. */
-async function lockWaiters() {
-  const [row] = await sampler`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`;
-  return row.n;
+function lockWaiters() {
+  return one(db`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
 }
+
 
 // Pinning, the same for one worker and two: every petstore process on CPU 0, wrk on CPU 1,
 // PostgreSQL and Redis unpinned (they share both cores with everything else). So "2 workers"
@@ -213,7 +213,7 @@ try {
   }
 } finally {
   admin.disconnect();
-  await sampler.end({ timeout: 1 });
+  await db.end({ timeout: 1 });
   await pg.close();
   await redis.close();
   rmSync(dir, { recursive: true, force: true });
