@@ -133,7 +133,8 @@ export function runBundle(args: readonly string[], opts: { cwd?: string; env?: N
   let stderr = '';
   proc.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
   proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-  return new Promise((resolve) => proc.on('exit', (code) => resolve({ code, stdout, stderr })));
+  // 'close', not 'exit': the output may still be in the pipes when the process has exited.
+  return new Promise((resolve) => proc.on('close', (code) => resolve({ code, stdout, stderr })));
 }
 
 export interface Res {

@@ -125,8 +125,10 @@ interface Outcome {
   code: number | null;
   stdout: string;
   stderr: string;
-  /** It was still running (it started) when we gave up waiting. */
+  /** It printed its ready line: it started serving. */
   started: boolean;
+  /** It was still running when we gave up waiting (a hang, not a start). */
+  hung: boolean;
 }
 
 function runWith(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<Outcome> {
@@ -135,6 +137,7 @@ function runWith(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<O
     let stdout = '';
     let stderr = '';
     let started = false;
+    let hung = false;
     proc.stdout.on('data', (d: Buffer) => {
       stdout += d.toString();
       if (stdout.includes('petstore listening on')) {
@@ -143,13 +146,15 @@ function runWith(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<O
       }
     });
     proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    // Generous: CI runs many jobs side by side on two cores, and a refusal takes well under 1 s.
     const timer = setTimeout(() => {
-      started = true;
+      hung = true;
       proc.kill('SIGKILL');
-    }, 10_000);
-    proc.on('exit', (code) => {
+    }, 30_000);
+    // 'close', not 'exit': at 'exit' the message may still be in the stderr pipe.
+    proc.on('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr, started });
+      resolve({ code, stdout, stderr, started, hung });
     });
   });
 }
@@ -169,6 +174,7 @@ async function attempt(tc: Case): Promise<{ file: string; out: Outcome }> {
 function check(tc: Case, file: string, out: Outcome): void {
   const where = `${tc.name}: stderr ${JSON.stringify(out.stderr)}`;
   assert.equal(out.started, false, `${tc.name}: the service started`);
+  assert.equal(out.hung, false, `${tc.name}: still running after 30 s (killed); stderr ${JSON.stringify(out.stderr)}`);
   assert.equal(out.code, 1, where);
   assert.equal(out.stdout, '', `${tc.name}: nothing on stdout (no half-started server)`);
   assert.ok(out.stderr.includes(file), `${where} should name ${file}`);

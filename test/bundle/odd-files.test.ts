@@ -21,7 +21,7 @@ interface Ended {
 }
 
 /** Runs the bundle; a run still going after `ms` is killed and fails the test (it hung). */
-function runWithin(args: readonly string[], cwd: string, ms = 10_000): Promise<Ended> {
+function runWithin(args: readonly string[], cwd: string, ms = 30_000): Promise<Ended> {
   const started = performance.now();
   const proc = spawn(process.execPath, [BUNDLE, '--port', '0', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -29,7 +29,7 @@ function runWithin(args: readonly string[], cwd: string, ms = 10_000): Promise<E
   proc.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
   proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
   const timer = setTimeout(() => proc.kill('SIGKILL'), ms);
-  return new Promise((resolve) => proc.on('exit', (code, signal) => {
+  return new Promise((resolve) => proc.on('close', (code, signal) => {
     clearTimeout(timer);
     assert.equal(signal, null, `still running after ${ms} ms (killed); stdout: ${stdout} stderr: ${stderr}`);
     resolve({ code, stdout, stderr, ms: performance.now() - started });

@@ -272,7 +272,7 @@ test('the driver is not in the bundle; a store URL without it installed: one lin
         if (stdout.includes('listening on')) proc.kill('SIGTERM');
       });
       proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-      proc.on('exit', (code) => resolve({ code, stdout, stderr }));
+      proc.on('close', (code) => resolve({ code, stdout, stderr }));
     });
   });
   const missing = await run(['--store', 'postgres://u:secretpw@127.0.0.1:1/db']);

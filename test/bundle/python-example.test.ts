@@ -18,7 +18,7 @@ test('the Python harness example runs to its end', { skip }, async () => {
   proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
   proc.stderr.on('data', (d: Buffer) => { err += d.toString(); });
   const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000);
-  const code = await new Promise<number | null>((resolve) => proc.on('exit', resolve));
+  const code = await new Promise<number | null>((resolve) => proc.on('close', resolve));
   clearTimeout(timer);
   assert.equal(code, 0, `stdout:\n${out}\nstderr:\n${err}`);
   assert.match(out, /^harness example: ok$/m);

@@ -152,8 +152,9 @@ function runJob(label, command, args) {
       const seconds = (performance.now() - started) / 1000;
       const ok = code === 0;
       process.stdout.write(`\n# ${ok ? 'ok' : 'FAILED'} ${label} (${seconds.toFixed(1)} s${ok ? '' : `, exit ${code ?? signal}`})\n`);
-      process.stdout.write(Buffer.concat(chunks));
-      resolve({ label, ok, seconds });
+      const output = Buffer.concat(chunks);
+      process.stdout.write(output);
+      resolve({ label, ok, seconds, output: ok ? undefined : output.toString() });
     });
   });
 }
@@ -189,6 +190,16 @@ out('');
 for (const [label, g] of groups) out(`${label}: ${g.results.length} jobs in ${g.seconds.toFixed(0)} s`);
 const longest = [...all].sort((a, b) => b.seconds - a.seconds);
 out(`longest: ${longest.slice(0, argv.includes('--times') ? all.length : 12).map((r) => `${r.label} ${r.seconds.toFixed(1)} s`).join(', ')}`);
+// A failed job's reasons again at the very end, where a CI log cut to its tail still shows them:
+// node's spec reporter closes with a "failing tests:" section (stack frames left out); else the
+// job's last lines.
+for (const r of failed) {
+  const lines = r.output.split('\n');
+  const from = lines.findIndex((l) => /^\u2716 failing tests:/.test(l));
+  const tail = (from >= 0 ? lines.slice(from) : lines.slice(-40)).filter((l) => !/^\s+at /.test(l)).slice(0, 80);
+  out(`${r.label} failed:`);
+  for (const l of tail) out(`  ${l}`);
+}
 for (const r of failed) out(`FAILED ${r.label}`);
 out(`${((performance.now() - started) / 1000).toFixed(0)} s, ${all.length - failed.length}/${all.length} jobs passed${failed.length > 0 ? ', FAILED' : ''}`);
 process.exit(failed.length > 0 ? 1 : 0);
