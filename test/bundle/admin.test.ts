@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../helpers.js';
+import { KEYS, call, post, startBundle, tempDir, testConfig, until, writeConfig, type Res, type Running } from '../helpers.js';
 
 const ADMIN_KEY = 'admin-key-for-tests-0123';
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
@@ -250,7 +250,11 @@ describe('faults', () => {
     // Longer than the 10 s grace: before the fix the process stayed until the wait was over.
     assert.equal((await adminCall(srv, 'POST', '/faults', { operation: 'createPet', delayMs: 30_000, count: 5 })).status, 200);
     const waiting = post(`${srv.url}/pets`, KEYS.pro, { name: 'Waiting', categoryId: 1 });
-    await new Promise((r) => setTimeout(r, 300));
+    // The create is in its wait once the fault has caught it (not after a guessed sleep).
+    await until('the fault caught the create', async () => {
+      const listed = await adminCall(srv, 'GET', '/faults');
+      return (listed.json as { faults: Array<{ fired: number }> }).faults[0]?.fired === 1;
+    });
     const stopped = Date.now();
     srv.proc.kill('SIGTERM');
     const answer = await waiting;
