@@ -29,7 +29,7 @@ test('the temp directories of a test file are removed when it exits', async (t) 
   });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   assert.equal(code, 0, stderr);
   assert.deepEqual(readdirSync(root), [], 'nothing is left in the temp directory');
   assert.doesNotMatch(stderr, /warning|error|cannot/i);

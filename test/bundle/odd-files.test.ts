@@ -157,7 +157,7 @@ describe('SIGHUP with a config that is not a regular file: refused, the old one 
 
   /** Waits until stderr holds `count` matches of `pattern` (a reload message spans lines). */
   async function inStderr(read: () => string, pattern: RegExp, count: number): Promise<void> {
-    const end = Date.now() + 10_000;
+    const end = Date.now() + 30_000;
     while ((read().match(new RegExp(pattern.source, 'g')) ?? []).length < count) {
       assert.ok(Date.now() < end, `waiting for ${count} x ${pattern}: ${JSON.stringify(read())}`);
       await sleep(10);

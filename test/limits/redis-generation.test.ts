@@ -19,7 +19,7 @@ const KEY = 'petstore:store:generation';
 const skip = skipUnless('Redis store generation tests', ['redis']);
 const quiet: Logger = { log: () => undefined };
 
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`);

@@ -21,7 +21,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     let err = '';
     child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
     child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     await until('the Ctrl-C line', () => /Ctrl-C stops both/.test(out) || child.exitCode !== null, 90_000);
     assert.match(out, /Ctrl-C stops both/, err);
 

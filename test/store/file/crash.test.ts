@@ -42,7 +42,7 @@ async function runAndKill(file: string, round: number, killAfterMs: number): Pro
     }
   });
   const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((done) =>
-    child.on('exit', (c, s) => done([c, s])),
+    child.on('close', (c, s) => done([c, s])),
   );
   clearTimeout(timer);
   assert.equal(signal, 'SIGKILL', `the child ended by itself (code ${code}): ${stderr}`);
