@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { LocalPetStore, StoredPet } from '../src/store/index.js';
 import { UNTIL_MS } from './support/wait.js';
 
-export { sleep, until } from './support/wait.js';
+export { UNTIL_MS, sleep, until } from './support/wait.js';
 
 /** The repository root (tests run from build/test/). */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -56,13 +56,16 @@ const one = async (query) => Number(Object.values((await query)[0])[0]);
 async function counts() {
   const info = await admin.info('commandstats');
   // The scripts processes send (petstore's limiter, rate-limiter-flexible's counters); the
-  // calls inside them are counted by Redis too, but are no round trip of their own.
-  const evalsha = ['evalsha', 'eval']
-    .reduce((n, cmd) => n + Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(info)?.[1] ?? 0), 0);
-  // Redis's own time in those scripts (µs, the calls inside included): per script run, what
-  // one run costs Redis's single thread.
-  const evalshaUsec = ['evalsha', 'eval']
-    .reduce((n, cmd) => n + Number(new RegExp(`cmdstat_${cmd}:calls=\\d+,usec=(\\d+)`).exec(info)?.[1] ?? 0), 0);
+  // calls inside them are counted by Redis too, but are no round trip of their own. With each,
+  // Redis's own time in them (µs, the calls inside included): per script run, what one run
+  // costs Redis's single thread.
+  let evalsha = 0;
+  let evalshaUsec = 0;
+  for (const cmd of ['evalsha', 'eval']) {
+    const m = new RegExp(`cmdstat_${cmd}:calls=(\\d+),usec=(\\d+)`).exec(info);
+    evalsha += Number(m?.[1] ?? 0);
+    evalshaUsec += Number(m?.[2] ?? 0);
+  }
   const statements = await one(db`SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%petstore_pets%' OR query ILIKE '%peer_pets%'`);
   // The group commit's statements (one per batch, one commit each) and the commits PostgreSQL made.
   const batches = await one(db`SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query ILIKE '%json_to_recordset%' AND query ILIKE '%nextval%'`);
@@ -74,7 +77,6 @@ async function counts() {
 function lockWaiters() {
   return one(db`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
 }
-
 
 // Pinning, the same for one worker and two: every petstore process on CPU 0, wrk on CPU 1,
 // PostgreSQL and Redis unpinned (they share both cores with everything else). So "2 workers"

@@ -100,7 +100,6 @@ test('timing: a wrong key sharing all but its last character with a valid one an
   const srv = await start({ anonymous: { perMinute: 10_000_000, perDay: 1_000_000_000 } });
   // keyTiming throws unless every answer is a 401 with its challenge.
   const r = await keyTiming({ port: portOf(srv.url), validKey: KEYS.enterprise, samples: 3000 });
-  assert.equal(r.samples, 3000);
   // The times are a diagnostic, not an assertion: side by side with other test files on two
   // cores the medians moved by 25 % with nothing changed, while comparing the key itself would
   // cost nanoseconds. What makes the time independent of the key is that only its SHA-256 is

@@ -7,7 +7,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BUNDLE, ROOT, call, runBundle, startBundle, tempDir, testConfig, writeConfig, KEYS } from '../helpers.js';
-import { until } from '../support/wait.js';
+import { UNTIL_MS, until } from '../support/wait.js';
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
@@ -230,13 +230,13 @@ test('a config that is not JSON: placed by line and column as a start places it,
 });
 
 describe('a config path that is not a regular file is refused at once, and no lock is left', () => {
-  /** The keys command, killed if it has not ended within 30 s (a read of /dev/zero never ends; the bound is generous because CI runs many jobs at once). */
+  /** The keys command, killed if it has not ended within the suite's bound (a read of /dev/zero never ends). */
   function bounded(args: readonly string[], cwd: string): Promise<{ code: number | null; stderr: string; killed: boolean }> {
     const proc = spawn(process.execPath, [BUNDLE, 'keys', ...args], { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     let killed = false;
     proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-    const timer = setTimeout(() => { killed = true; proc.kill('SIGKILL'); }, 30_000);
+    const timer = setTimeout(() => { killed = true; proc.kill('SIGKILL'); }, UNTIL_MS);
     return new Promise((resolve) => proc.on('close', (code) => { clearTimeout(timer); resolve({ code, stderr, killed }); }));
   }
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { renameSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BUNDLE, KEYS, call, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { BUNDLE, KEYS, UNTIL_MS, call, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
 import { sleep } from '../reliability/lib.js';
 
 const skip = process.platform === 'win32' ? 'no FIFOs or /dev/zero' : false;
@@ -21,7 +21,7 @@ interface Ended {
 }
 
 /** Runs the bundle; a run still going after `ms` is killed and fails the test (it hung). */
-function runWithin(args: readonly string[], cwd: string, ms = 30_000): Promise<Ended> {
+function runWithin(args: readonly string[], cwd: string, ms = UNTIL_MS): Promise<Ended> {
   const started = performance.now();
   const proc = spawn(process.execPath, [BUNDLE, '--port', '0', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -157,7 +157,7 @@ describe('SIGHUP with a config that is not a regular file: refused, the old one 
 
   /** Waits until stderr holds `count` matches of `pattern` (a reload message spans lines). */
   async function inStderr(read: () => string, pattern: RegExp, count: number): Promise<void> {
-    const end = Date.now() + 30_000;
+    const end = Date.now() + UNTIL_MS;
     while ((read().match(new RegExp(pattern.source, 'g')) ?? []).length < count) {
       assert.ok(Date.now() < end, `waiting for ${count} x ${pattern}: ${JSON.stringify(read())}`);
       await sleep(10);

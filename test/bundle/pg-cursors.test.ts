@@ -8,7 +8,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { KEYS, call, nextUrl, post, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../helpers.js';
+import { KEYS, UNTIL_MS, call, nextUrl, post, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../helpers.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
@@ -204,7 +204,7 @@ for (const withRedis of [false, true]) {
       assert.deepEqual(idsOf(await call(`${b.url}/pets?limit=2&cursor=2`, { key: KEY })), [4, 5]);
       await redis?.start();
       // a's link comes back by itself (a probe a second): the reset is then done and answered.
-      const end = Date.now() + 30_000;
+      const end = Date.now() + UNTIL_MS;
       let again = await admin(a, '/reset');
       while (again.status === 503 && Date.now() < end) {
         await new Promise((r) => setTimeout(r, 100));

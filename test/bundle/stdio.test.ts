@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { Agent } from 'node:http';
 import { BUNDLE, KEYS, call, startBundle, tempDir, writeConfig } from '../helpers.js';
-import { bound } from '../support/wait.js';
+import { UNTIL_MS, bound } from '../support/wait.js';
 import { httpRequest, isAlive, mapLimit, rssKiB, sleep } from '../reliability/lib.js';
 
 test('stdout closed after the ready line: the service keeps serving, says so once on stderr, and stops cleanly', async () => {
@@ -103,7 +103,7 @@ test('the dropped lines are counted, and said in a warn line once stdout is read
     await mapLimit(Array.from({ length: 6000 }), 16, async () => httpRequest(`${srv.url}/pets?limit=1`, { headers: { authorization: `Bearer ${KEYS.enterprise}` }, agent }));
     agent.destroy();
     srv.proc.stdout?.resume();
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + UNTIL_MS;
     while (!/"msg":"log lines dropped/.test(srv.stdout()) && Date.now() < deadline) await sleep(50);
     await sleep(200); // a later drain may say more
     const warns = [...srv.stdout().matchAll(/^\{"level":40,[^\n]*"dropped":([0-9]+)[^\n]*"msg":"log lines dropped[^\n]*$/gm)];

@@ -10,7 +10,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import { StoreGeneration, type Limits, type Logger } from '../../src/core/index.js';
 import { RedisLimiter, openRedisLink, type RedisLink } from '../../src/limits/index.js';
 import { skipUnless } from '../support/engines.js';
-import { sleep } from '../support/free-port.js';
+import { until } from '../support/wait.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 
 const FREE: Limits = { perMinute: 60, perDay: 1000 };
@@ -18,14 +18,6 @@ const BAN = { after: 20, seconds: 300 };
 const KEY = 'petstore:store:generation';
 const skip = skipUnless('Redis store generation tests', ['redis']);
 const quiet: Logger = { log: () => undefined };
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`);
-    await sleep(20);
-  }
-}
 
 interface Side { link: RedisLink; gate: StoreGeneration; limiter: RedisLimiter }
 

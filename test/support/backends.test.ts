@@ -11,6 +11,7 @@ import postgres from 'postgres';
 import { Redis } from 'ioredis';
 import { availability, skipReason, skipUnless } from './engines.js';
 import { accepts } from './free-port.js';
+import { UNTIL_MS } from './wait.js';
 import { startPostgres } from './postgres.js';
 import { startRedis } from './redis.js';
 
@@ -165,9 +166,9 @@ test('a test process that exits without closing leaves no server and no director
   for (const p of port) assert.equal(await waitForCommand(() => refused(p)), true, `nothing listens on ${p}`);
 });
 
-/** Retries `fn` for up to 30 s (a bound for a slow machine only): a reconnecting client answers after its next retry. */
+/** Retries `fn` up to the suite's bound (for a slow machine only): a reconnecting client answers after its next retry. */
 async function waitForCommand<T>(fn: () => Promise<T>): Promise<T> {
-  const end = Date.now() + 30_000;
+  const end = Date.now() + UNTIL_MS;
   for (;;) {
     try {
       return await fn();
