@@ -4,9 +4,10 @@
 import { ServerResponse, createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import {
-  ADMIN_ROUTES, Faults, ROUTES, RequestJournal, Snapshots, countSlices, journalEntry, mergeSlices, openApiRoute, parseJournalFilter, snapshotsUnavailable,
-  type AdminControl, type JournalFilter, type JournalSlice, type SnapshotControl,
-} from '../api/index.js';
+  ADMIN_ROUTES, Faults, RequestJournal, SharedFaults, Snapshots, countSlices, journalEntry, mergeSlices, parseJournalFilter, snapshotsUnavailable,
+  type AdminControl, type JournalFilter, type JournalSlice, type Peers, type SnapshotControl,
+} from '../admin/index.js';
+import { ROUTES, openApiRoute } from '../api/index.js';
 import { limitsUrlProblem, loadConfigFile, parseConfig, type Config } from '../config/index.js';
 import { ApiError, MAX_CLOCK_OFFSET_MS, StoreGeneration, asStartError, functionLogger, jsonLogger, safeStdout, serviceClock, silentLogger, type ServiceClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
@@ -16,8 +17,6 @@ import { SCRAPE_MAX_AGE_MS, ServiceMetrics, cachedScrape } from '../metrics/inde
 import { ReadCachedStore, canSnapshot, hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore, type PostgresStore } from '../store/index.js';
 import { StartError, type JournalQuery, type PetstoreHandle, type StartOptions } from './contract.js';
 import { listen, releaseAll, restartOnlyChanges, shutdown } from './lifecycle.js';
-import type { Peers } from './peers.js';
-import { SharedFaults } from './shared-faults.js';
 import { openLimiters } from './limiters.js';
 
 const SAVE_LIMITS_EVERY_MS = 30_000;
