@@ -12,3 +12,5 @@ export type { JournalEntry, JournalFilter, JournalRecord, JournalSlice, QueryInp
 export { MAX_SNAPSHOTS, Snapshots, snapshotNameError, snapshotsUnavailable } from './snapshots.js';
 export type { SnapshotInfo, SnapshotParts } from './snapshots.js';
 export { SharedFaults } from './shared-faults.js';
+export { harnessFaults, openHarness } from './harness.js';
+export type { Harness, HarnessInput, JournalQueryObject } from './harness.js';
