@@ -4,7 +4,8 @@
 import { ApiError, MAX_CLOCK_ADVANCE_MS, type NewPet } from '../core/index.js';
 import type { SeedPet, StoredPet } from '../store/index.js';
 import { parseNewPet, type Reply } from '../api/index.js';
-import { Faults, parseFault } from './faults.js';
+import { parseFault } from './fault-spec.js';
+import type { Faults } from './faults.js';
 import { journalPageJson, parseJournalFilter, queryObject, type JournalFilter, type JournalRecord } from './journal.js';
 import type { SnapshotInfo } from './snapshots.js';
 

@@ -9,7 +9,8 @@
 // message to the primary and back; requests no fault is armed for pay nothing.
 import { randomUUID } from 'node:crypto';
 import type { Peers } from './contract.js';
-import { Faults, type ArmedFault, type Fault, type FaultSpec } from './faults.js';
+import type { FaultSpec } from './fault-spec.js';
+import { Faults, type ArmedFault, type Fault } from './faults.js';
 
 /**
  * When a set or clear was made: a Lamport clock (one more than the highest seen) and, to order

@@ -21,7 +21,7 @@ test('wait resolves after its time; stop() ends every wait under way, and later 
 });
 
 import { ApiError } from '../../src/core/index.js';
-import { parseFault, seededRandom, type Fault, type FaultHit, type FaultSpec } from '../../src/admin/faults.js';
+import { parseFault, seededRandom, type Fault, type FaultHit, type FaultSpec } from '../../src/admin/index.js';
 
 const OPS = ['listPets', 'createPet', 'getPet'];
 
