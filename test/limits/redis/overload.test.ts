@@ -5,13 +5,13 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { ManualClock } from '../../src/core/clock.js';
-import type { Limits, Logger, LogLevel } from '../../src/core/index.js';
-import { RedisLimiter, openRedisLimiter, openRedisLink, type LimitResult } from '../../src/limits/index.js';
-import { skipUnless } from '../support/engines.js';
-import { sleep } from '../support/free-port.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
-import { until } from '../support/wait.js';
+import { ManualClock } from '../../../src/core/clock.js';
+import type { Limits, Logger, LogLevel } from '../../../src/core/index.js';
+import { RedisLimiter, openRedisLimiter, openRedisLink, type LimitResult } from '../../../src/limits/index.js';
+import { skipUnless } from '../../support/engines.js';
+import { sleep } from '../../support/free-port.js';
+import { startRedis, type RedisServer } from '../../support/redis.js';
+import { until } from '../../support/wait.js';
 
 const FREE: Limits = { perMinute: 60, perDay: 1000 };
 const BAN = { after: 2, seconds: 300 };

@@ -6,12 +6,12 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { ManualClock } from '../../src/core/clock.js';
-import { StoreGeneration, type Limits, type Logger } from '../../src/core/index.js';
-import { RedisLimiter, openRedisLink, type RedisLink } from '../../src/limits/index.js';
-import { skipUnless } from '../support/engines.js';
-import { until } from '../support/wait.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { ManualClock } from '../../../src/core/clock.js';
+import { StoreGeneration, type Limits, type Logger } from '../../../src/core/index.js';
+import { RedisLimiter, openRedisLink, type RedisLink } from '../../../src/limits/index.js';
+import { skipUnless } from '../../support/engines.js';
+import { until } from '../../support/wait.js';
+import { startRedis, type RedisServer } from '../../support/redis.js';
 
 const FREE: Limits = { perMinute: 60, perDay: 1000 };
 const BAN = { after: 20, seconds: 300 };

@@ -5,14 +5,14 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { ManualClock } from '../../src/core/clock.js';
-import type { Limits, Logger, LogLevel } from '../../src/core/index.js';
-import { RedisStartError, openRedisLimiter, openRedisLink, RedisLimiter, type LimitResult } from '../../src/limits/index.js';
-import { TAKE_SCRIPT } from '../../src/limits/redis/script.js';
-import { skipUnless } from '../support/engines.js';
-import { sleep } from '../support/free-port.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
-import { until } from '../support/wait.js';
+import { ManualClock } from '../../../src/core/clock.js';
+import type { Limits, Logger, LogLevel } from '../../../src/core/index.js';
+import { RedisStartError, openRedisLimiter, openRedisLink, RedisLimiter, type LimitResult } from '../../../src/limits/index.js';
+import { TAKE_SCRIPT } from '../../../src/limits/redis/script.js';
+import { skipUnless } from '../../support/engines.js';
+import { sleep } from '../../support/free-port.js';
+import { startRedis, type RedisServer } from '../../support/redis.js';
+import { until } from '../../support/wait.js';
 
 const FREE: Limits = { perMinute: 60, perDay: 1000 };
 const BAN = { after: 20, seconds: 300 };

@@ -8,9 +8,9 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { TAKE_SCRIPT } from '../../src/limits/redis/script.js';
-import { skipUnless } from '../support/engines.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { TAKE_SCRIPT } from '../../../src/limits/redis/script.js';
+import { skipUnless } from '../../support/engines.js';
+import { startRedis, type RedisServer } from '../../support/redis.js';
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
