@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { KEYS, startBundle, tempDir, writeConfig, type Running } from '../helpers.js';
+import { KEYS, startBundle, tempDir, writeConfig, type Running } from '../support/bundle.js';
 import { Ext4Disk, Ledger, Tmpfs, ext4Unsupported, tmpfsUnsupported } from '../reliability/disk.js';
 
 const key = KEYS.enterprise;

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { call, startBundle, tempDir } from '../helpers.js';
+import { call, startBundle, tempDir } from '../support/bundle.js';
 import { until } from '../support/wait.js';
 
 const KEPT = 'kept-key-0001';

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { parseConfig } from '../../src/config/index.js';
-import { problems } from './problems.js';
+import { problems } from '../support/config-problems.js';
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 

@@ -3,8 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/index.js';
-import { call, startBundle, tempDir, writeConfig } from '../helpers.js';
-import { problems } from './problems.js';
+import { call, startBundle, tempDir, writeConfig } from '../support/bundle.js';
+import { problems } from '../support/config-problems.js';
 
 const PROTOTYPE_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'];
 

@@ -5,11 +5,11 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
 import { parseConfig } from '../../src/config/index.js';
-import { call, startBundle, tempDir, writeConfig } from '../helpers.js';
+import { call, startBundle, tempDir, writeConfig } from '../support/bundle.js';
 import { MemoryLimiter, type LimitResult } from '../../src/limits/index.js';
-import { header } from './limit-header.js';
+import { header } from '../support/limit-header.js';
 import { MAX_LIMIT, type Limits } from '../../src/core/index.js';
-import { problems } from '../config/problems.js';
+import { problems } from '../support/config-problems.js';
 
 
 

@@ -6,9 +6,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
-import { call, startBundle, tempDir, writeConfig } from '../helpers.js';
+import { call, startBundle, tempDir, writeConfig } from '../support/bundle.js';
 import { MemoryLimiter, type BanPolicy, type LimitResult } from '../../src/limits/index.js';
-import { header } from './limit-header.js';
+import { header } from '../support/limit-header.js';
 import type { Limits } from '../../src/core/index.js';
 
 const START = Date.UTC(2026, 0, 1);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseLimiterState } from '../../src/limits/state.js';
-import { KEYS, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { KEYS, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 import { keyDigest } from '../../src/config/index.js';
 
 const GOOD = { id: 'a'.repeat(64), perMinute: 60, perDay: 1000, minute: 12.5, day: 900, strikes: 3, banMs: 1500.25 };
