@@ -77,7 +77,12 @@ const FIRST = [
 ];
 
 /** What a file that is not a unit test imports. */
-const NOT_UNIT = [/\bstartBundle\b/, /\brunBundle\b/, /\bBUNDLE\b/, /\bstartPostgres\b/, /\bstartRedis\b/];
+const NOT_UNIT = [
+  /\bstartBundle\b/, /\brunBundle\b/, /\bBUNDLE\b/,
+  // The real engines' helpers (PostgreSQL, Redis, PgBouncer, nginx, haproxy), by function or file.
+  /\bstart(Postgres|Redis|PgBouncer|Nginx|Haproxy)\b/, /\bshareRedis\b/,
+  /support\/(postgres|redis|shared-redis|pgbouncer|proxy)\.js/,
+];
 
 /** A file still running after this fails (a hang fails instead of stalling CI). */
 const FILE_TIMEOUT_MS = 10 * 60_000;
