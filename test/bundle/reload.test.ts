@@ -1,4 +1,5 @@
-// Two quick SIGHUPs: the config read last is the one in force (issue 11, item 10). The first
+// Two quick SIGHUPs: the config read last is the one in force, so a key removed by the second
+// reload is not valid again because the first finished later. The first
 // reload reads a large file (100,000 keys) and the second a small one: unserialized, the small
 // one could finish first and the older file be applied last (a removed key valid again).
 // A FIFO used to hold the first read open so that the race happened every time; reloads now

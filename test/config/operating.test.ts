@@ -1,4 +1,5 @@
-// The operating fields of a config (issue 15): metrics, admin, and unique key names.
+// The operating fields of a config: metrics, admin, and unique key names (`keys revoke NAME`
+// must pick exactly one key).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';

@@ -1,4 +1,4 @@
-// The bounds of the rate-limit settings (issue 11, item 18): ban.seconds 0 means "no bans",
+// The bounds of the rate-limit settings: ban.seconds 0 means "no bans",
 // rates are bounded so the limiter's arithmetic stays exact, and at those extremes a bucket
 // still refuses when it is empty.
 import { describe, test } from 'node:test';

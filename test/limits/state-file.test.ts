@@ -1,5 +1,6 @@
 // The saved limiter state (<dataFile>.limits.json) is checked like the config: bounded,
-// finite, integers where the service writes integers (issue 11, item 14).
+// finite, integers where the service writes integers, so a hand-edited or damaged file cannot
+// give a key more than its plan or break the limiter's arithmetic.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
