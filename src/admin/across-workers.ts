@@ -1,9 +1,12 @@
 // The harness across the workers of --workers N: a clock move reaches every worker before it
-// resolves, a journal query gathers every worker's matching entries, and a clear empties
-// every worker's ring. Alone (no peers) each of these is this process's own.
-import { MAX_CLOCK_OFFSET_MS, type ServiceClock } from '../core/index.js';
+// resolves, a journal query gathers every worker's matching entries and bounds them as one
+// journal, a count that waits is woken by a matching recording in any worker, and a clear
+// empties every worker's ring. Alone (no peers) each of these is this process's own.
+import { randomUUID } from 'node:crypto';
+import { ApiError, MAX_CLOCK_OFFSET_MS, type ServiceClock } from '../core/index.js';
 import type { Peers } from './contract.js';
-import type { JournalFilter, JournalSlice, RequestJournal } from './journal.js';
+import type { JournalFilter, JournalWait } from './journal-filter.js';
+import { boundRings, countSlices, type JournalSlice, type RequestJournal, type RingSlice, type WaitedCount } from './journal.js';
 
 /** A journal-slice ask between workers: the filter, and the moment every slice is cut at. */
 interface SliceQuery {
@@ -11,38 +14,72 @@ interface SliceQuery {
   readonly before: number;
 }
 
-interface WorkerSlice extends JournalSlice {
+interface WorkerSlice extends RingSlice {
   /** The worker's process id: slices are merged in this order. */
   readonly worker: number;
 }
 
-/** This worker's entries answered up to `before` (service clock ms), tagged with its process id. */
-function workerSlice(slice: JournalSlice, before: number): WorkerSlice {
-  return { records: slice.records.filter((r) => r.at <= before), dropped: slice.dropped, worker: process.pid };
+/** A count waiting in one worker, watched in the others: they say when they record a match. */
+interface Watch {
+  readonly id: string;
+  readonly filter: JournalFilter;
+  /** How long the others keep watching at most (the asker says when it is done before). */
+  readonly ms: number;
 }
 
 /** The journal and clock of every worker, as one. */
 export interface AcrossWorkers {
-  /** Every worker's slice of the journal for `filter`, in one order whichever worker asks. */
+  /** Every worker's slice of the journal for `filter`, bounded as one journal, in one order whichever worker asks. */
   slices(filter: JournalFilter): Promise<JournalSlice[]>;
+  /** Resolves once at least `wait.atLeast` entries match in every worker together, or the time is up. */
+  waitJournal(filter: JournalFilter, wait: JournalWait): Promise<WaitedCount | ApiError>;
   /** Empties every worker's journal. */
   clearJournal(): Promise<void>;
   /** Moves every worker's clock forward by ms. */
   advanceClock(ms: number): Promise<void>;
   /** Gives every other worker this one's clock offset (after a reset). */
   shareOffset(): Promise<void>;
+  /** The service is closing: counts waiting here are answered now. */
+  stop(): void;
 }
 
 /** Answers the other workers' asks about this one's journal and clock, and asks them in turn. */
 export function acrossWorkers(clock: ServiceClock, journal: RequestJournal, peers: Peers | undefined): AcrossWorkers {
+  /** The other workers' counts this worker records for: their id, and how to stop. */
+  const watched = new Map<string, () => void>();
+  /** This worker's counts waiting: their id, and what a match elsewhere does. */
+  const waiting = new Map<string, { readonly hit: () => void; readonly end: () => void }>();
+  let stopped = false;
   if (peers !== undefined) {
     peers.answer('journal-slice', (query) => {
       const { filter, before } = query as SliceQuery;
-      return workerSlice(journal.slice(filter), before);
+      return { ...journal.ringSlice(filter, before), worker: process.pid } satisfies WorkerSlice;
     });
     peers.answer('journal-clear', () => {
       journal.clear();
       return true;
+    });
+    peers.answer('journal-watch', (payload) => {
+      const w = payload as Watch;
+      if (typeof w?.id !== 'string' || typeof w.ms !== 'number') return false;
+      const stopWatching = journal.watch(w.filter, () => peers.tell('journal-hit', w.id));
+      // Never past the asker's own time (a lost unwatch ends here).
+      const timer = setTimeout(() => unwatch(w.id), w.ms + 1_000);
+      timer.unref?.();
+      watched.set(w.id, () => {
+        clearTimeout(timer);
+        stopWatching();
+      });
+      return true;
+    });
+    const unwatch = (id: unknown): void => {
+      if (typeof id !== 'string') return;
+      watched.get(id)?.();
+      watched.delete(id);
+    };
+    peers.onTold('journal-unwatch', unwatch);
+    peers.onTold('journal-hit', (id) => {
+      if (typeof id === 'string') waiting.get(id)?.hit();
     });
     peers.answer('clock-offset', (offset) => {
       if (typeof offset === 'number') clock.restoreOffset(offset);
@@ -61,27 +98,84 @@ export function acrossWorkers(clock: ServiceClock, journal: RequestJournal, peer
       return true;
     });
   }
+
+  /**
+   * Each worker's slice is cut at the same moment: entries answered up to the millisecond of
+   * the ask, taken once that millisecond has passed (an entry's time is that of its answer,
+   * so none of them can come later). Without the cut the other workers, which answer a
+   * little later than this one takes its own slice, could give a page their newest entries
+   * and not this worker's of the same moment, which would then sort before the page's last
+   * entry and be skipped by a harness paging forward with since. And the slices go in one
+   * order, whichever worker is asked (by process id), so that entries of the same
+   * millisecond keep one order from page to page. Then the rings are bounded as one journal
+   * (boundRings): the newest `capacity` entries of the service, none older than an evicted one.
+   */
+  const slices = async (filter: JournalFilter): Promise<JournalSlice[]> => {
+    if (peers === undefined) return [journal.slice(filter)];
+    const before = clock.now();
+    // At most a few ms (a reset meanwhile takes the clock back: not waited for).
+    for (let i = 0; i < 5 && clock.now() <= before; i++) await new Promise((resolve) => setTimeout(resolve, 1));
+    const own: WorkerSlice = { ...journal.ringSlice(filter, before), worker: process.pid };
+    const others = await peers.ask('journal-slice', { filter, before } satisfies SliceQuery);
+    const all = [own, ...(others.filter((o) => o !== undefined && o !== null) as WorkerSlice[])];
+    return boundRings(all.sort((a, b) => a.worker - b.worker), journal.capacity);
+  };
+
+  const waitJournal = async (filter: JournalFilter, wait: JournalWait): Promise<WaitedCount | ApiError> => {
+    const monotonic = (): number => clock.monotonic();
+    if (peers === undefined) return journal.wait(filter, wait.atLeast, wait.timeoutMs, monotonic);
+    const started = monotonic();
+    const counted = async (): Promise<number | ApiError> => countSlices(await slices(filter), filter);
+    const first = await counted();
+    if (first instanceof ApiError || first >= wait.atLeast || wait.timeoutMs === 0 || stopped) {
+      return first instanceof ApiError ? first : { count: first, met: first >= wait.atLeast, waitedMs: Math.round(monotonic() - started) };
+    }
+    const id = randomUUID();
+    return new Promise((resolve) => {
+      let finished = false;
+      let counting = false;
+      let again = false;
+      let count = first;
+      const finish = (result: WaitedCount | ApiError): void => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timer);
+        stopLocal();
+        waiting.delete(id);
+        peers.tell('journal-unwatch', id);
+        resolve(result);
+      };
+      // A match anywhere: counted again over every worker (one count at a time; matches
+      // meanwhile make one more).
+      const recount = async (): Promise<void> => {
+        if (counting) {
+          again = true;
+          return;
+        }
+        counting = true;
+        do {
+          again = false;
+          const n = await counted();
+          if (finished) return;
+          if (n instanceof ApiError) return finish(n);
+          count = n;
+          if (n >= wait.atLeast) return finish({ count: n, met: true, waitedMs: Math.round(monotonic() - started) });
+        } while (again);
+        counting = false;
+      };
+      const stopLocal = journal.watch(filter, () => void recount());
+      waiting.set(id, { hit: () => void recount(), end: () => finish({ count, met: false, waitedMs: Math.round(monotonic() - started) }) });
+      const timer = setTimeout(() => {
+        void counted().then((n) => finish(n instanceof ApiError ? n : { count: n, met: n >= wait.atLeast, waitedMs: Math.round(monotonic() - started) }));
+      }, wait.timeoutMs);
+      // Once every other worker watches, one more count: a match recorded before it watched is seen.
+      void peers.ask('journal-watch', { id, filter, ms: wait.timeoutMs } satisfies Watch).then(() => recount());
+    });
+  };
+
   return {
-    /**
-     * Each worker's slice is cut at the same moment: entries answered up to the millisecond of
-     * the ask, taken once that millisecond has passed (an entry's time is that of its answer,
-     * so none of them can come later). Without the cut the other workers, which answer a
-     * little later than this one takes its own slice, could give a page their newest entries
-     * and not this worker's of the same moment, which would then sort before the page's last
-     * entry and be skipped by a harness paging forward with since. And the slices go in one
-     * order, whichever worker is asked (by process id), so that entries of the same
-     * millisecond keep one order from page to page.
-     */
-    async slices(filter) {
-      if (peers === undefined) return [journal.slice(filter)];
-      const before = clock.now();
-      // At most a few ms (a reset meanwhile takes the clock back: not waited for).
-      for (let i = 0; i < 5 && clock.now() <= before; i++) await new Promise((resolve) => setTimeout(resolve, 1));
-      const own = workerSlice(journal.slice(filter), before);
-      const others = await peers.ask('journal-slice', { filter, before } satisfies SliceQuery);
-      const all = [own, ...(others.filter((o) => o !== undefined && o !== null) as WorkerSlice[])];
-      return all.sort((a, b) => a.worker - b.worker);
-    },
+    slices,
+    waitJournal,
     async clearJournal() {
       journal.clear();
       if (peers !== undefined) await peers.ask('journal-clear');
@@ -92,6 +186,13 @@ export function acrossWorkers(clock: ServiceClock, journal: RequestJournal, peer
     },
     async shareOffset() {
       if (peers !== undefined) await peers.ask('clock-offset', clock.offsetMs);
+    },
+    stop() {
+      stopped = true;
+      journal.stop();
+      for (const w of [...waiting.values()]) w.end();
+      for (const stopWatching of watched.values()) stopWatching();
+      watched.clear();
     },
   };
 }

@@ -6,7 +6,9 @@ import type { SeedPet, StoredPet } from '../store/index.js';
 import { parseNewPet, type Reply } from '../api/index.js';
 import { parseFault } from './fault-spec.js';
 import type { Faults } from './faults.js';
-import { journalPageJson, parseJournalFilter, queryObject, type JournalFilter, type JournalRecord } from './journal.js';
+import { journalPageJson, queryObject, type JournalRecord } from './journal-entry.js';
+import { parseJournalFilter, type JournalFilter, type JournalWait } from './journal-filter.js';
+import type { WaitedCount } from './journal.js';
 import type { SnapshotInfo } from './snapshots.js';
 
 /** What the admin operations act on: the service instance (store, limiters, faults). */
@@ -30,6 +32,8 @@ export interface JournalControl {
   /** The matching entries after `since`, at most `limit`, and the entries evicted since the last clear. */
   query(filter: JournalFilter): Promise<{ records: JournalRecord[]; dropped: number } | ApiError>;
   count(filter: JournalFilter): Promise<number | ApiError>;
+  /** Resolves once at least `wait.atLeast` entries match, or `wait.timeoutMs` has passed (woken by recordings, not polling). */
+  wait(filter: JournalFilter, wait: JournalWait): Promise<WaitedCount | ApiError>;
   /** Empties the journal (every worker's). */
   clear(): Promise<void>;
 }
@@ -108,8 +112,8 @@ function snapshotsOf(control: AdminControl): SnapshotControl | ApiError {
   return typeof s === 'string' ? new ApiError('not_implemented', s) : s;
 }
 
-function journalFilterOf(rawQuery: string): JournalFilter | ApiError {
-  return parseJournalFilter(queryObject(rawQuery));
+function journalFilterOf(ctx: AdminContext): JournalFilter | ApiError {
+  return parseJournalFilter(queryObject(ctx.rawQuery), ctx.operations);
 }
 
 /**
@@ -196,10 +200,10 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     operationId: 'adminListRequests',
     method: 'GET',
     path: '/requests',
-    async handler({ control, rawQuery }) {
-      const filter = journalFilterOf(rawQuery);
+    async handler(ctx) {
+      const filter = journalFilterOf(ctx);
       if (filter instanceof ApiError) return filter;
-      const page = await control.journal.query(filter);
+      const page = await ctx.control.journal.query(filter);
       if (page instanceof ApiError) return page;
       return { status: 200, body: journalPageJson(page) };
     },
@@ -208,10 +212,15 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     operationId: 'adminCountRequests',
     method: 'GET',
     path: '/requests/count',
-    async handler({ control, rawQuery }) {
-      const filter = journalFilterOf(rawQuery);
-      if (filter instanceof ApiError) return filter;
-      const count = await control.journal.count(filter);
+    async handler(ctx) {
+      const parsed = parseJournalFilter(queryObject(ctx.rawQuery), ctx.operations, true);
+      if (parsed instanceof ApiError) return parsed;
+      if (parsed.wait !== undefined) {
+        const waited = await ctx.control.journal.wait(parsed.filter, parsed.wait);
+        if (waited instanceof ApiError) return waited;
+        return { status: 200, body: JSON.stringify(waited) };
+      }
+      const count = await ctx.control.journal.count(parsed.filter);
       if (count instanceof ApiError) return count;
       return { status: 200, body: JSON.stringify({ count }) };
     },

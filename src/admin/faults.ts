@@ -1,14 +1,46 @@
 // Injected faults, for harnesses that test their own client's retries. A fault names one
-// operation (or "*", every /v1 operation) and does one or two things to the requests it
-// catches: wait (delayMs, fixed or a uniform range), then either answer 429 or 503 (Error
-// body, Retry-After, nothing done) or break the connection (kind: reset, empty, truncated;
-// the request is handled first, so a create is stored). It catches the next `count`
-// requests, or each one with a `probability`, drawn from a seeded generator so that a run
-// can be repeated. Set, listed and cleared through /__admin/faults; a reset clears them too.
+// operation (or "*", every /v1 operation), optionally only the requests of one key (or of no
+// key) and with one header value, and does one or two things to the requests it catches:
+// wait (delayMs, fixed or a uniform range), then either answer a status from 400 to 599 (the
+// Error body of that status, or a body of the test's choosing; nothing done) or break the
+// connection (kind: reset, empty, truncated; the request is handled first, so a create is
+// stored). It catches the next `count` requests, or each one with a `probability`, drawn from
+// a seeded generator so that a run can be repeated. Set, listed and cleared through
+// /__admin/faults; a reset clears them too. Two faults with the same operation and the same
+// match are one: the newer replaces the older; with different matches (two tests side by
+// side, each with its own header) both are armed.
 //
 // This module decides; the HTTP layer executes: take() says what to do to one request.
 import { randomUUID } from 'node:crypto';
-import { ANY_OPERATION, MAX_SEED, seededRandom, type ConnectionFault, type DelayRange, type FaultSpec } from './fault-spec.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import { ANY_OPERATION, MAX_SEED, seededRandom, type ConnectionFault, type DelayRange, type FaultMatch, type FaultSpec } from './fault-spec.js';
+
+/**
+ * The slot of a fault: its operation and match. A new fault replaces the one of its slot.
+ * (NUL cannot be in an operationId, a key name that a config holds, or a header.)
+ */
+export function faultSlot(spec: FaultSpec): string {
+  const key = spec.key === undefined ? '' : spec.key === null ? '\u0001' : `=${spec.key}`;
+  const header = spec.header === undefined ? '' : `${spec.header.name}:${spec.header.value}`;
+  return `${spec.operation}\u0000${key}\u0000${header}`;
+}
+
+/** The request a fault is tried on: who sent it (a key's name, or undefined) and its headers. */
+export interface FaultRequest {
+  readonly keyName: string | undefined;
+  readonly headers: IncomingHttpHeaders;
+}
+
+/** A request without a key or headers (for a caller that has none to give). */
+const NO_REQUEST: FaultRequest = { keyName: undefined, headers: {} };
+
+function matchesRequest(m: FaultMatch, req: FaultRequest): boolean {
+  if (m.key !== undefined && (m.key === null ? req.keyName !== undefined : req.keyName !== m.key)) return false;
+  const h = m.header;
+  if (h === undefined) return true;
+  const sent = req.headers[h.name];
+  return (Array.isArray(sent) ? sent.join(', ') : sent) === h.value;
+}
 
 /** A fault as armed: its spec with the seed in use, and what is left of it. */
 export interface Fault extends FaultSpec {
@@ -21,6 +53,8 @@ export interface Fault extends FaultSpec {
   draws: number;
   /** The next value in [0, 1) of this fault's generator. */
   readonly random: () => number;
+  /** Its operation and match (faultSlot): a new fault replaces the one of its slot. */
+  readonly slot: string;
   /**
    * Names this arming of the fault, the same in every worker (a count fault's claims are
    * counted by it, so a fault set again starts from nothing).
@@ -36,9 +70,11 @@ export interface FaultHit {
   readonly operation: string;
   /** Wait this long first (ms; 0 for no wait). */
   readonly delayMs: number;
-  /** Then answer this status instead of handling the request... */
-  readonly status: 429 | 503 | undefined;
-  readonly retryAfter: number;
+  /** Then answer this status instead of handling the request (see faultAnswer)... */
+  readonly status: number | undefined;
+  readonly retryAfter: number | undefined;
+  readonly body: string | undefined;
+  readonly headers: Readonly<Record<string, string>> | undefined;
   /** ...or handle it, then break the connection this way. */
   readonly kind: ConnectionFault | undefined;
 }
@@ -46,8 +82,12 @@ export interface FaultHit {
 /** One armed fault as GET /__admin/faults shows it. */
 export interface FaultListing {
   operation: string;
-  status?: 429 | 503;
+  key?: string | null;
+  header?: { name: string; value: string };
+  status?: number;
   retryAfter?: number;
+  body?: unknown;
+  headers?: Record<string, string>;
   kind?: ConnectionFault;
   delayMs?: number | DelayRange;
   /** Count faults: requests still to catch. */
@@ -58,9 +98,9 @@ export interface FaultListing {
   fired: number;
 }
 
-/** The faults of one service instance, by operation (a new one replaces the one before). */
+/** The faults of one service instance, by slot (a new one replaces the one before), in arming order. */
 export class Faults {
-  readonly #byOperation = new Map<string, Fault>();
+  readonly #bySlot = new Map<string, Fault>();
   /**
    * Faults armed: the request pipeline checks this one field and looks no further while it
    * is 0, so faults cost nothing when none is set.
@@ -82,9 +122,9 @@ export class Faults {
     return armed;
   }
 
-  /** The arm id of the fault of `operation` now armed, if any (which arming a worker holds). */
-  armIdOf(operation: string): string | undefined {
-    return this.#byOperation.get(operation)?.armId;
+  /** The arm id of the fault of `slot` now armed, if any (which arming a worker holds). */
+  armIdOf(slot: string): string | undefined {
+    return this.#bySlot.get(slot)?.armId;
   }
 
   #arm(spec: FaultSpec, remaining: number | undefined, fired: number, draws: number, armId: string, armedCount = remaining): void {
@@ -92,37 +132,49 @@ export class Faults {
     const next = seededRandom(seed);
     for (let i = 0; i < draws; i++) next();
     const counted = spec.probability === undefined;
+    const slot = faultSlot(spec);
     const fault: Fault = {
-      ...spec, seed, remaining: counted ? remaining : undefined, fired, draws, armId, armedCount: counted ? armedCount : undefined,
+      ...spec, seed, slot, remaining: counted ? remaining : undefined, fired, draws, armId, armedCount: counted ? armedCount : undefined,
       random: () => {
         fault.draws++;
         return next();
       },
     };
-    this.#byOperation.set(spec.operation, fault);
-    this.armed = this.#byOperation.size;
+    // Set again, a slot goes last: the newest arming is tried last among equals.
+    this.#bySlot.delete(slot);
+    this.#bySlot.set(slot, fault);
+    this.armed = this.#bySlot.size;
   }
 
   clear(): void {
-    this.#byOperation.clear();
+    this.#bySlot.clear();
     this.armed = 0;
   }
 
   /**
-   * What to do to this request of `operation`, or undefined: the operation's own fault if it
-   * catches the request, else the "*" fault if that one does. A caught request uses up one of
-   * a count fault. A promise when the catch must first be granted (a count fault shared by
-   * several workers, see claim()).
+   * What to do to this request of `operation`, or undefined: the first of the operation's own
+   * faults that matches the request and catches it, else the first such of the "*" faults
+   * (each in the order armed). A caught request uses up one of a count fault. A promise when
+   * the catch must first be granted (a count fault shared by several workers, see claim()).
    */
-  take(operation: string): FaultHit | undefined | Promise<FaultHit | undefined> {
-    const own = this.#try(this.#byOperation.get(operation));
-    if (own === undefined) return this.#try(this.#byOperation.get(ANY_OPERATION));
-    if (own instanceof Promise) return own.then((hit) => hit ?? this.#try(this.#byOperation.get(ANY_OPERATION)));
-    return own;
+  take(operation: string, req: FaultRequest = NO_REQUEST): FaultHit | undefined | Promise<FaultHit | undefined> {
+    const candidates: Fault[] = [];
+    for (const f of this.#bySlot.values()) if (f.operation === operation && matchesRequest(f, req)) candidates.push(f);
+    for (const f of this.#bySlot.values()) if (f.operation === ANY_OPERATION && matchesRequest(f, req)) candidates.push(f);
+    return this.#first(candidates, 0);
   }
 
-  #try(fault: Fault | undefined): FaultHit | undefined | Promise<FaultHit | undefined> {
-    if (fault === undefined) return undefined;
+  #first(candidates: readonly Fault[], from: number): FaultHit | undefined | Promise<FaultHit | undefined> {
+    for (let i = from; i < candidates.length; i++) {
+      const hit = this.#try(candidates[i] as Fault);
+      if (hit === undefined) continue;
+      if (hit instanceof Promise) return hit.then((h) => h ?? this.#first(candidates, i + 1));
+      return hit;
+    }
+    return undefined;
+  }
+
+  #try(fault: Fault): FaultHit | undefined | Promise<FaultHit | undefined> {
     if (fault.probability !== undefined) {
       if (fault.random() >= fault.probability) return undefined;
       return this.#hit(fault);
@@ -133,15 +185,15 @@ export class Faults {
     return granted.then((ok) => {
       if (ok) return this.#caught(fault);
       // Used up by the other workers: gone here too (unless set again meanwhile).
-      if (this.#byOperation.get(fault.operation) === fault) this.#drop(fault.operation);
+      if (this.#bySlot.get(fault.slot) === fault) this.#drop(fault.slot);
       return undefined;
     });
   }
 
   /** A count fault caught this request: one used up here, and the other workers told. */
   #caught(fault: Fault): FaultHit {
-    this.consume(fault.operation, fault.armId);
-    this.used(fault.operation, fault.armId);
+    this.consume(fault.slot, fault.armId);
+    this.used(fault.slot, fault.armId);
     return this.#hit(fault);
   }
 
@@ -149,7 +201,9 @@ export class Faults {
     fault.fired++;
     const delay = fault.delay;
     const delayMs = delay === undefined ? 0 : delay.min === delay.max ? delay.min : delay.min + Math.floor(fault.random() * (delay.max - delay.min + 1));
-    return { operation: fault.operation, delayMs, status: fault.status, retryAfter: fault.retryAfter, kind: fault.kind };
+    return {
+      operation: fault.operation, delayMs, status: fault.status, retryAfter: fault.retryAfter, body: fault.body, headers: fault.headers, kind: fault.kind,
+    };
   }
 
   /**
@@ -161,38 +215,38 @@ export class Faults {
   }
 
   /**
-   * Uses up one request of the count fault of `operation` (caught here, or by another worker),
+   * Uses up one request of the count fault of `slot` (caught here, or by another worker),
    * if it is still the arming `armId` (default: whichever is armed).
    */
-  consume(operation: string, armId?: string): void {
-    const fault = this.#byOperation.get(operation);
+  consume(slot: string, armId?: string): void {
+    const fault = this.#bySlot.get(slot);
     if (fault?.remaining === undefined || (armId !== undefined && fault.armId !== armId)) return;
-    if (--fault.remaining <= 0) this.#drop(operation);
+    if (--fault.remaining <= 0) this.#drop(slot);
   }
 
   /**
-   * Another worker caught a request with the count fault of `operation` as armed `armId`:
+   * Another worker caught a request with the count fault of `slot` as armed `armId`:
    * counted here too, in `fired` as in `remaining`, so that every worker lists the same.
    */
-  caughtElsewhere(operation: string, armId: string): void {
-    const fault = this.#byOperation.get(operation);
+  caughtElsewhere(slot: string, armId: string): void {
+    const fault = this.#bySlot.get(slot);
     if (fault?.remaining === undefined || fault.armId !== armId) return;
     fault.fired++;
-    this.consume(operation, armId);
+    this.consume(slot, armId);
   }
 
-  /** Disarms the fault of `operation`, if any. */
-  disarm(operation: string): void {
-    this.#drop(operation);
+  /** Disarms the fault of `slot`, if any. */
+  disarm(slot: string): void {
+    this.#drop(slot);
   }
 
-  #drop(operation: string): void {
-    this.#byOperation.delete(operation);
-    this.armed = this.#byOperation.size;
+  #drop(slot: string): void {
+    this.#bySlot.delete(slot);
+    this.armed = this.#bySlot.size;
   }
 
   /** Called when this instance caught a request with a count fault (workers tell the others). */
-  protected used(_operation: string, _armId: string): void {}
+  protected used(_slot: string, _armId: string): void {}
 
   /**
    * The wait of a delay fault: resolves after `ms`, or at once once the service is stopping
@@ -219,11 +273,16 @@ export class Faults {
 
   /** Every armed fault with what is left of it, in the order they were set. */
   list(): FaultListing[] {
-    return [...this.#byOperation.values()].map((f) => {
+    return [...this.#bySlot.values()].map((f) => {
       const out: FaultListing = { operation: f.operation, fired: f.fired };
+      if (f.key !== undefined) out.key = f.key;
+      if (f.header !== undefined) out.header = { ...f.header };
       if (f.status !== undefined) {
         out.status = f.status;
-        out.retryAfter = f.retryAfter;
+        const retryAfter = f.retryAfter ?? (f.status === 429 || f.status === 503 ? 1 : undefined);
+        if (retryAfter !== undefined) out.retryAfter = retryAfter;
+        if (f.body !== undefined) out.body = JSON.parse(f.body);
+        if (f.headers !== undefined) out.headers = { ...f.headers };
       }
       if (f.kind !== undefined) out.kind = f.kind;
       if (f.delay !== undefined) out.delayMs = f.delay.min === f.delay.max ? f.delay.min : { min: f.delay.min, max: f.delay.max };
@@ -242,12 +301,12 @@ export class Faults {
    * goes on with the same sequence).
    */
   save(): SavedFault[] {
-    return [...this.#byOperation.values()].map((f) => ({ spec: specOf(f), remaining: f.remaining, fired: f.fired, draws: f.draws }));
+    return [...this.#bySlot.values()].map((f) => ({ spec: specOf(f), remaining: f.remaining, fired: f.fired, draws: f.draws }));
   }
 
   /** The armed faults as a worker that starts takes them over from this one (see adopt()). */
   armedState(): ArmedFault[] {
-    return [...this.#byOperation.values()].map((f) => ({
+    return [...this.#bySlot.values()].map((f) => ({
       spec: specOf(f), remaining: f.remaining, fired: f.fired, draws: f.draws, armId: f.armId, armedCount: f.armedCount,
     }));
   }
@@ -259,7 +318,7 @@ export class Faults {
    */
   adopt(state: readonly ArmedFault[]): void {
     for (const s of state) {
-      if (this.#byOperation.has(s.spec.operation)) continue;
+      if (this.#bySlot.has(faultSlot(s.spec))) continue;
       this.#arm(s.spec, s.remaining, s.fired, s.draws, s.armId, s.armedCount);
     }
   }
@@ -288,7 +347,7 @@ export interface SavedFault {
 
 function specOf(f: Fault): FaultSpec {
   return {
-    operation: f.operation, status: f.status, kind: f.kind, delay: f.delay, retryAfter: f.retryAfter,
-    count: f.count, probability: f.probability, seed: f.seed,
+    operation: f.operation, key: f.key, header: f.header, status: f.status, body: f.body, headers: f.headers, kind: f.kind, delay: f.delay,
+    retryAfter: f.retryAfter, count: f.count, probability: f.probability, seed: f.seed,
   };
 }

@@ -8,7 +8,7 @@ import type { AdminControl, SnapshotControl } from './admin-routes.js';
 import { acrossWorkers } from './across-workers.js';
 import type { Peers } from './contract.js';
 import { Faults } from './faults.js';
-import { RequestJournal, countSlices, journalEntry, mergeSlices, parseJournalFilter, type JournalEntry } from './journal.js';
+import { RequestJournal, countSlices, mergeSlices } from './journal.js';
 import { SharedFaults } from './shared-faults.js';
 import { Snapshots, snapshotsUnavailable } from './snapshots.js';
 
@@ -27,9 +27,6 @@ export interface HarnessInput {
   readonly postgres: boolean;
 }
 
-/** A journal filter given as an object, as the query of GET /__admin/requests would carry it (values as strings or numbers). */
-export type JournalQueryObject = object;
-
 export interface Harness {
   /** What the /__admin routes act on. */
   readonly control: AdminControl;
@@ -44,14 +41,8 @@ export interface Harness {
   reset(): Promise<void>;
   /** Before the port is taken: a worker takes over the faults the other workers have armed. */
   ready(): Promise<void>;
-  /** The service is closing: a request waiting out an injected delay is served now. */
+  /** The service is closing: a request waiting out an injected delay, or a count waiting for entries, is answered now. */
   stop(): void;
-  /** handle.journal(): as GET /__admin/requests; a bad filter rejects with a RangeError. */
-  requests(filter: JournalQueryObject): Promise<{ requests: JournalEntry[]; dropped: number }>;
-  /** handle.snapshot(name). */
-  snapshot(name: string): Promise<{ name: string; pets: number }>;
-  /** handle.restore(name). */
-  restore(name: string): Promise<void>;
 }
 
 /**
@@ -100,6 +91,7 @@ export function openHarness(h: HarnessInput): Harness {
     journal: {
       query: async (filter) => mergeSlices(await workers.slices(filter), filter),
       count: async (filter) => countSlices(await workers.slices(filter), filter),
+      wait: (filter, wait) => workers.waitJournal(filter, wait),
       clear: () => workers.clearJournal(),
     },
     clock: {
@@ -119,36 +111,15 @@ export function openHarness(h: HarnessInput): Harness {
     async ready() {
       if (faults instanceof SharedFaults) await faults.shared();
     },
-    stop: () => faults.stop(),
-    async requests(filter) {
-      const parsed = parseJournalFilter(journalQuery(filter));
-      if (parsed instanceof ApiError) throw new RangeError(parsed.message);
-      const page = await control.journal.query(parsed);
-      if (page instanceof ApiError) throw new RangeError(page.message);
-      return { requests: page.records.map(journalEntry), dropped: page.dropped };
-    },
-    async snapshot(name) {
-      if (typeof snapshots === 'string') throw new Error(snapshots);
-      const saved = await snapshots.save(name);
-      if (saved instanceof ApiError) throw new Error(saved.message);
-      return saved;
-    },
-    async restore(name) {
-      if (typeof snapshots === 'string') throw new Error(snapshots);
-      const done = await snapshots.restore(name);
-      if (done instanceof ApiError) throw new Error(done.message);
+    stop() {
+      faults.stop();
+      workers.stop();
     },
   };
 }
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-function journalQuery(filter: JournalQueryObject): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(filter) as Array<[string, unknown]>) if (value !== undefined) out[name] = String(value);
-  return out;
 }
 
 /** Snapshots over this process's store and limiters, or why they cannot be had (a 501's message). */

@@ -1,88 +1,49 @@
-// The request journal (GET /__admin/requests): every /v1 request, rejected ones too, kept in a
-// bounded ring so that a harness can check what its client sent. The ring holds at most
-// `capacity` entries and at most JOURNAL_MAX_BYTES of them by estimate; the oldest go first,
-// counted in `dropped`. Recording is O(1) and copies nothing but the few strings it is given:
-// the body is kept as the JSON text the request carried (a string), and turned back into JSON
-// only when an entry is read.
-//
-// With several workers each keeps its own ring; the asking worker gathers the others' matching
-// entries (slice()) and merges them in time order (mergeSlices()).
+// The request journal (GET /__admin/requests): every /v1 request, rejected ones too, with
+// the whole exchange (journal-entry.ts), kept in a bounded ring so that a harness can check
+// what its client sent and got. The ring holds at most `capacity` entries and at most
+// `maxBytes` of them by estimate; the oldest go first, counted in `dropped`. Recording is
+// O(1) plus the copy of the request's header list, and wakes the counts waiting for it
+// (GET /__admin/requests/count?atLeast=N&timeoutMs=T): nothing polls.
 import { ApiError } from '../core/index.js';
+import { entryBytes, type JournalRecord } from './journal-entry.js';
+import { matches, type JournalFilter } from './journal-filter.js';
 
-/** What the request lifecycle hands over once a /v1 request is answered. */
-export interface JournalRecord {
-  readonly requestId: string;
-  /** When the answer was sent, in ms on the service clock. */
-  readonly at: number;
-  readonly method: string;
-  /** The path without the query. */
-  readonly path: string;
-  /** The query string as sent, without the "?" ('' for none). */
-  readonly rawQuery: string;
-  /** The name of the API key in the config, or null (no key, or a wrong one). */
-  readonly key: string | null;
-  readonly status: number;
-  readonly durationMs: number;
-  readonly idempotencyKey: string | null;
-  /** The body's text when it was JSON of at most JOURNAL_MAX_BODY_BYTES (already parsed once); else undefined. */
-  readonly bodyJson: string | undefined;
-}
-
-/** One entry as GET /__admin/requests shows it. */
-export interface JournalEntry {
-  requestId: string;
-  /** RFC 3339, service clock, when the answer was sent. */
-  time: string;
-  method: string;
-  path: string;
-  query: Record<string, string | string[]>;
-  key: string | null;
-  /** 0 when the connection was broken before any answer (a reset or empty fault). */
-  status: number;
-  durationMs: number;
-  idempotencyKey: string | null;
-  body: unknown;
-}
-
-export interface JournalFilter {
-  readonly method?: string;
-  readonly path?: string;
-  readonly status?: number;
-  readonly key?: string;
-  /** A requestId: only entries after its latest one. */
-  readonly since?: string;
-  /** 1..MAX_JOURNAL_LIMIT; default DEFAULT_JOURNAL_LIMIT. */
-  readonly limit: number;
-}
-
-/** The matching entries of one ring (one worker), oldest first, and what it dropped. */
+/** The matching entries of one ring, oldest first, and what it dropped. */
 export interface JournalSlice {
   readonly records: readonly JournalRecord[];
   readonly dropped: number;
 }
 
-/** Bodies larger than this are recorded as null. */
-export const JOURNAL_MAX_BODY_BYTES = 64 * 1024;
+/**
+ * A ring as a whole, for the bound of several rings (workers) together: the time of every
+ * entry it holds (oldest first), the position of each matching record among them, and the
+ * time of the newest entry it evicted.
+ */
+export interface RingSlice extends JournalSlice {
+  readonly times: readonly number[];
+  /** For each of `records`, its position in `times`. */
+  readonly positions: readonly number[];
+  /** The `at` of the newest entry evicted since the last clear (-Infinity: none). */
+  readonly evictedAt: number;
+}
+
+/** What a count that waited answers. */
+export interface WaitedCount {
+  count: number;
+  met: boolean;
+  waitedMs: number;
+}
+
 /** The most the ring holds, all entries together, by estimate (see entryBytes). */
 export const JOURNAL_MAX_BYTES = 64 * 1024 * 1024;
-/**
- * The estimated cost of an entry besides its strings: the record object (11 fields) and its
- * slot in the ring. Measured (test/admin/journal.test.ts, node --expose-gc) with 100,000 entries
- * of short strings, half with a small body: about 200 bytes each, strings included, where this
- * estimate says 260: the estimate errs on the safe side.
- */
-export const ENTRY_OVERHEAD_BYTES = 160;
-export const DEFAULT_JOURNAL_LIMIT = 100;
-export const MAX_JOURNAL_LIMIT = 1000;
 
-const FILTERS = ['method', 'path', 'status', 'key', 'since', 'limit'];
-const METHOD = /^[A-Za-z]{1,20}$/;
-const MAX_FILTER_LENGTH = 2048;
-
-/** Estimated heap bytes of a record: overhead plus two bytes per character of its strings. */
-export function entryBytes(r: JournalRecord): number {
-  return ENTRY_OVERHEAD_BYTES + 2 * (r.requestId.length + r.method.length + r.path.length + r.rawQuery.length
-    + (r.key?.length ?? 0) + (r.idempotencyKey?.length ?? 0) + (r.bodyJson?.length ?? 0));
+/** A count waiting for more matching entries. */
+interface Waiter {
+  readonly filter: JournalFilter;
+  readonly atLeast: number;
+  /** Matching entries recorded so far (recounted exactly before it is believed). */
+  seen: number;
+  readonly done: (met: boolean) => void;
 }
 
 export class RequestJournal {
@@ -94,6 +55,11 @@ export class RequestJournal {
   #size = 0;
   #bytes = 0;
   #dropped = 0;
+  readonly #waiters = new Set<Waiter>();
+  /** Called on each recording of an entry that matches their filter (counts waiting in other workers). */
+  readonly #watches = new Set<{ readonly filter: JournalFilter; readonly fn: () => void }>();
+  #evictedAt = -Infinity;
+  #stopped = false;
 
   /** @param capacity entries kept, 0 (records nothing) to any bound the config allows. */
   constructor(capacity: number, maxBytes = JOURNAL_MAX_BYTES) {
@@ -126,27 +92,39 @@ export class RequestJournal {
     else this.#ring[slot] = r;
     this.#size++;
     this.#bytes += cost;
+    if (this.#waiters.size > 0) this.#wake(r);
+    if (this.#watches.size > 0) for (const w of this.#watches) if (matches(r, w.filter)) w.fn();
+  }
+
+  /** Calls `fn` on each recording of an entry matching `filter`, until the function returned is called. */
+  watch(filter: JournalFilter, fn: () => void): () => void {
+    const w = { filter, fn };
+    this.#watches.add(w);
+    return () => this.#watches.delete(w);
   }
 
   #evict(): void {
     const old = this.#ring[this.#head] as JournalRecord;
     this.#ring[this.#head] = undefined;
+    if (old.at > this.#evictedAt) this.#evictedAt = old.at;
     this.#bytes -= entryBytes(old);
     this.#head = (this.#head + 1) % this.capacity;
     this.#size--;
     this.#dropped++;
   }
 
-  /** Empties the journal; dropped starts again from 0. */
+  /** Empties the journal; dropped starts again from 0. Counts waiting go on, from nothing. */
   clear(): void {
     this.#ring = [];
     this.#head = 0;
     this.#size = 0;
     this.#bytes = 0;
     this.#dropped = 0;
+    this.#evictedAt = -Infinity;
+    for (const w of this.#waiters) w.seen = 0;
   }
 
-  /** The entries matching the filter's method, path, status and key, oldest first (since and limit are applied after a merge). */
+  /** The entries matching the filter (all but since and limit, which apply after a merge), oldest first. */
   slice(filter: JournalFilter): JournalSlice {
     const records: JournalRecord[] = [];
     for (let i = 0; i < this.#size; i++) {
@@ -155,13 +133,109 @@ export class RequestJournal {
     }
     return { records, dropped: this.#dropped };
   }
+
+  /**
+   * As slice(), with what the bound of several rings together needs (see RingSlice), of the
+   * entries answered up to `before` (service clock ms).
+   */
+  ringSlice(filter: JournalFilter, before = Infinity): RingSlice {
+    const records: JournalRecord[] = [];
+    const positions: number[] = [];
+    const times: number[] = [];
+    for (let i = 0; i < this.#size; i++) {
+      const r = this.#ring[(this.#head + i) % this.capacity] as JournalRecord;
+      if (r.at > before) continue;
+      times.push(r.at);
+      if (matches(r, filter)) {
+        records.push(r);
+        positions.push(times.length - 1);
+      }
+    }
+    return { records, dropped: this.#dropped, times, positions, evictedAt: this.#evictedAt };
+  }
+
+  /** How many entries match (since included), or the 400 of an unknown since. */
+  count(filter: JournalFilter): number | ApiError {
+    return countSlices([this.slice(filter)], filter);
+  }
+
+  /**
+   * Resolves once at least `atLeast` entries match, or `timeoutMs` has passed, or the service
+   * stops; woken by the recording of each matching entry. `monotonic`: the service clock's
+   * interval reading (ms), for waitedMs.
+   */
+  async wait(filter: JournalFilter, atLeast: number, timeoutMs: number, monotonic: () => number): Promise<WaitedCount | ApiError> {
+    const started = monotonic();
+    const first = this.count(filter);
+    if (first instanceof ApiError || first >= atLeast || timeoutMs === 0 || this.#stopped) {
+      return first instanceof ApiError ? first : { count: first, met: first >= atLeast, waitedMs: 0 };
+    }
+    await new Promise<boolean>((resolve) => {
+      const waiter: Waiter = {
+        filter, atLeast, seen: first,
+        done: (met) => {
+          clearTimeout(timer);
+          this.#waiters.delete(waiter);
+          resolve(met);
+        },
+      };
+      const timer = setTimeout(() => waiter.done(false), timeoutMs);
+      this.#waiters.add(waiter);
+    });
+    const count = this.count(filter);
+    if (count instanceof ApiError) return count;
+    return { count, met: count >= atLeast, waitedMs: Math.round(monotonic() - started) };
+  }
+
+  #wake(r: JournalRecord): void {
+    for (const w of this.#waiters) {
+      if (!matches(r, w.filter) || ++w.seen < w.atLeast) continue;
+      // Believed only when counted again: evictions (or a since) may have taken some away.
+      const exact = this.count(w.filter);
+      if (exact instanceof ApiError || exact >= w.atLeast) w.done(true);
+      else w.seen = exact;
+    }
+  }
+
+  /** The service is stopping: counts waiting are answered now, and later ones do not wait. */
+  stop(): void {
+    this.#stopped = true;
+    for (const w of [...this.#waiters]) w.done(false);
+  }
 }
 
-function matches(r: JournalRecord, f: JournalFilter): boolean {
-  return (f.method === undefined || r.method === f.method)
-    && (f.path === undefined || r.path === f.path)
-    && (f.status === undefined || r.status === f.status)
-    && (f.key === undefined || r.key === f.key);
+/**
+ * The rings of several workers as one journal of `capacity` entries: the newest `capacity`
+ * entries of them all (in the order mergeSlices sorts them), none older than an entry any of
+ * them evicted; the others count as dropped. So the bound and "the oldest go first" hold for
+ * the service as a whole, though each worker's ring holds up to `capacity` entries.
+ */
+export function boundRings(rings: readonly RingSlice[], capacity: number): JournalSlice[] {
+  let evictedAt = -Infinity;
+  let held = 0;
+  let dropped = 0;
+  for (const r of rings) {
+    if (r.evictedAt > evictedAt) evictedAt = r.evictedAt;
+    held += r.times.length;
+    dropped += r.dropped;
+  }
+  // Every entry held, in merge order (time, then ring, then position): the newest `capacity`
+  // of those not older than an evicted one are kept.
+  const all: Array<[number, number, number]> = [];
+  rings.forEach((r, ring) => r.times.forEach((at, position) => {
+    if (at >= evictedAt) all.push([at, ring, position]);
+  }));
+  all.sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]);
+  const kept = all.slice(Math.max(0, all.length - capacity));
+  const keep = rings.map(() => new Set<number>());
+  for (const [, ring, position] of kept) (keep[ring] as Set<number>).add(position);
+  dropped += held - kept.length;
+  return rings.map((r, ring) => {
+    const mine = keep[ring] as Set<number>;
+    const records = r.records.filter((_, k) => mine.has(r.positions[k] as number));
+    // The whole service's dropped goes with the first slice (mergeSlices sums them).
+    return { records, dropped: ring === 0 ? dropped : 0 };
+  });
 }
 
 /**
@@ -206,88 +280,4 @@ export function mergeSlices(slices: readonly JournalSlice[], filter: JournalFilt
 export function countSlices(slices: readonly JournalSlice[], filter: JournalFilter): number | ApiError {
   const merged = mergeSlices(slices, { ...filter, limit: Number.MAX_SAFE_INTEGER });
   return merged instanceof ApiError ? merged : merged.records.length;
-}
-
-/** A record as the API shows it. */
-export function journalEntry(r: JournalRecord): JournalEntry {
-  return {
-    requestId: r.requestId,
-    time: new Date(r.at).toISOString(),
-    method: r.method,
-    path: r.path,
-    query: queryObject(r.rawQuery),
-    key: r.key,
-    status: r.status,
-    durationMs: r.durationMs,
-    idempotencyKey: r.idempotencyKey,
-    body: r.bodyJson === undefined ? null : JSON.parse(r.bodyJson),
-  };
-}
-
-/** The JSON of GET /__admin/requests. */
-export function journalPageJson(page: { records: readonly JournalRecord[]; dropped: number }): string {
-  return JSON.stringify({ requests: page.records.map(journalEntry), dropped: page.dropped });
-}
-
-/** The query parameters as sent: a name given once maps to its value, given more often to every value in order. */
-export function queryObject(raw: string): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
-  if (raw === '') return out;
-  for (const [name, value] of new URLSearchParams(raw)) {
-    const seen = out[name];
-    if (seen === undefined) out[name] = value;
-    else if (typeof seen === 'string') out[name] = [seen, value];
-    else seen.push(value);
-  }
-  return out;
-}
-
-/** A query given as a Map of values (the router's) or a plain object. */
-export type QueryInput = ReadonlyMap<string, readonly string[]> | Readonly<Record<string, string | readonly string[] | undefined>>;
-
-function queryEntries(q: QueryInput): Array<[string, readonly string[]]> {
-  if (q instanceof Map) return [...(q as ReadonlyMap<string, readonly string[]>)];
-  return Object.entries(q as Record<string, string | readonly string[] | undefined>)
-    .filter((e): e is [string, string | readonly string[]] => e[1] !== undefined)
-    .map(([k, v]) => [k, typeof v === 'string' ? [v] : v]);
-}
-
-/** The filters of GET /__admin/requests and /requests/count; a bad one is a 400 that names it. */
-export function parseJournalFilter(query: QueryInput): JournalFilter | ApiError {
-  const problems: string[] = [];
-  const values = new Map<string, string>();
-  for (const [name, given] of queryEntries(query)) {
-    if (!FILTERS.includes(name)) {
-      problems.push(`${JSON.stringify(name)} is not a filter (${FILTERS.join(', ')})`);
-      continue;
-    }
-    if (given.length !== 1) {
-      problems.push(`${name} is given ${given.length} times; give it once`);
-      continue;
-    }
-    const value = given[0] as string;
-    if (value === '' || value.length > MAX_FILTER_LENGTH) problems.push(`${name} must be 1 to ${MAX_FILTER_LENGTH} characters`);
-    else values.set(name, value);
-  }
-  const method = values.get('method');
-  if (method !== undefined && !METHOD.test(method)) problems.push('method must be an HTTP method such as GET or POST');
-  const path = values.get('path');
-  if (path !== undefined && !path.startsWith('/')) problems.push('path must start with "/" (for example /v1/pets); it is matched exactly, without the query');
-  const status = values.get('status');
-  if (status !== undefined && !/^(?:0|[1-5][0-9]{2})$/.test(status)) problems.push('status must be an HTTP status from 100 to 599, or 0 (a connection broken before any answer)');
-  const limitText = values.get('limit');
-  let limit = DEFAULT_JOURNAL_LIMIT;
-  if (limitText !== undefined) {
-    limit = /^[0-9]{1,4}$/.test(limitText) ? Number(limitText) : 0;
-    if (limit < 1 || limit > MAX_JOURNAL_LIMIT) problems.push(`limit must be an integer from 1 to ${MAX_JOURNAL_LIMIT}`);
-  }
-  if (problems.length > 0) return new ApiError('invalid_request', `Invalid request journal filter: ${problems.join('; ')}.`);
-  return {
-    ...(method === undefined ? {} : { method: method.toUpperCase() }),
-    ...(path === undefined ? {} : { path }),
-    ...(status === undefined ? {} : { status: Number(status) }),
-    ...(values.has('key') ? { key: values.get('key') as string } : {}),
-    ...(values.has('since') ? { since: values.get('since') as string } : {}),
-    limit,
-  };
 }

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Peers } from './contract.js';
 import type { FaultSpec } from './fault-spec.js';
-import { Faults, type ArmedFault, type Fault } from './faults.js';
+import { Faults, faultSlot, type ArmedFault, type Fault } from './faults.js';
 
 /**
  * When a set or clear was made: a Lamport clock (one more than the highest seen) and, to order
@@ -47,7 +47,8 @@ interface Armed {
 
 /** What the others are told when a worker caught a request with a count fault. */
 interface Taken {
-  readonly operation: string;
+  /** The fault's slot (faultSlot). */
+  readonly slot: string;
   readonly armId: string;
 }
 
@@ -58,7 +59,7 @@ export class SharedFaults extends Faults {
   #changes = 0;
   /** The highest stamp count seen. */
   #clock = 0;
-  /** The stamp of the set in force for each operation (since the last clear). */
+  /** The stamp of the set in force for each slot (since the last clear). */
   readonly #stamps = new Map<string, Stamp>();
   /** The stamp of the last clear. */
   #cleared: Stamp | undefined;
@@ -74,7 +75,7 @@ export class SharedFaults extends Faults {
       const armed = answers.find((a) => Array.isArray((a as Armed | undefined)?.faults)) as Armed | undefined;
       if (armed === undefined || this.#changes !== 0) return;
       this.adopt(armed.faults);
-      for (const [operation, stamp] of armed.stamps) this.#stamps.set(operation, stamp);
+      for (const [slot, stamp] of armed.stamps) this.#stamps.set(slot, stamp);
       this.#cleared = armed.cleared;
       this.#clock = armed.clock;
     });
@@ -84,7 +85,7 @@ export class SharedFaults extends Faults {
     });
     peers.onTold('fault-taken', (payload) => {
       const taken = payload as Taken | undefined;
-      if (typeof taken?.operation === 'string' && typeof taken.armId === 'string') this.caughtElsewhere(taken.operation, taken.armId);
+      if (typeof taken?.slot === 'string' && typeof taken.armId === 'string') this.caughtElsewhere(taken.slot, taken.armId);
     });
   }
 
@@ -95,17 +96,17 @@ export class SharedFaults extends Faults {
     this.#changes++;
     if (stamp[0] > this.#clock) this.#clock = stamp[0];
     if (change.set !== undefined) {
-      const operation = change.set.operation;
-      if (!newer(stamp, this.#cleared) || !newer(stamp, this.#stamps.get(operation))) return;
-      this.#stamps.set(operation, stamp);
+      const slot = faultSlot(change.set);
+      if (!newer(stamp, this.#cleared) || !newer(stamp, this.#stamps.get(slot))) return;
+      this.#stamps.set(slot, stamp);
       super.set(change.set, change.armId);
     } else if (change.clear === true) {
       if (!newer(stamp, this.#cleared)) return;
       this.#cleared = stamp;
-      for (const [operation, set] of this.#stamps) {
+      for (const [slot, set] of this.#stamps) {
         if (newer(set, stamp)) continue;
-        this.#stamps.delete(operation);
-        this.disarm(operation);
+        this.#stamps.delete(slot);
+        this.disarm(slot);
       }
     }
   }
@@ -117,7 +118,7 @@ export class SharedFaults extends Faults {
     const id = armId ?? randomUUID();
     const armed = super.set(spec, id);
     const stamp: Stamp = [++this.#clock, id];
-    this.#stamps.set(armed.operation, stamp);
+    this.#stamps.set(faultSlot(armed), stamp);
     this.#shared = this.#peers.ask('faults', { set: armed, armId: id, stamp } satisfies Change);
     return armed;
   }
@@ -132,11 +133,11 @@ export class SharedFaults extends Faults {
   }
 
   protected override claim(fault: Fault): Promise<boolean> {
-    return this.#peers.claim(`${fault.operation} ${fault.armId}`, fault.armedCount ?? 0);
+    return this.#peers.claim(`${fault.slot} ${fault.armId}`, fault.armedCount ?? 0);
   }
 
-  protected override used(operation: string, armId: string): void {
-    this.#peers.tell('fault-taken', { operation, armId } satisfies Taken);
+  protected override used(slot: string, armId: string): void {
+    this.#peers.tell('fault-taken', { slot, armId } satisfies Taken);
   }
 
   /** Resolves once every other worker has applied the last set or clear (at start: once the others' faults are taken over). */

@@ -86,7 +86,7 @@ function headerRefs(names: readonly string[]): Json {
 }
 
 /** Codes only the admin API answers (not under /v1): never examples of a /v1 response. */
-const ADMIN_ONLY_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['conflict']);
+const ADMIN_ONLY_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['conflict', 'injected_fault']);
 
 /** The registry's codes answered with `status`: the examples of that Error response. */
 function codesOf(status: string): ErrorCode[] {
@@ -148,6 +148,22 @@ function operation(route: RouteSpec, head = false): Json {
     }),
     responses,
   };
+  // Any other status a test harness causes (a fault armed through /__admin/faults, or a
+  // request's Prefer: code=) is declared too, so that a validating proxy or a generated client
+  // takes it as the Error it is.
+  const other: { [key: string]: Json } = {
+    description: 'Any other error status (400 to 599), such as one a test harness injects: the Error body.',
+    headers: headerRefs(deprecationHeaders),
+  };
+  if (!head) {
+    other.content = {
+      'application/json': {
+        schema: { $ref: '#/components/schemas/Error' },
+        examples: { injected_fault: { summary: 'a 504 injected by a test harness', value: { code: 'injected_fault', message: 'Gateway Timeout; nothing was changed. (fault injected by a test harness)', status: 504 } } },
+      },
+    };
+  }
+  responses.default = other;
   if (route.requestBody && !head) {
     const example = exampleOf(route.requestBody);
     const media: { [key: string]: Json } = { schema: toJsonSchema(route.requestBody) };

@@ -45,6 +45,8 @@ export interface Config {
     readonly digest: string;
     /** Requests the journal keeps (GET /__admin/requests), 0..100,000; 0: no journal. Default 1,000. */
     readonly journal: number;
+    /** A request's `Prefer: code=|delay=|fault=` (RFC 7240) is applied to it as a fault. Default false. */
+    readonly preferFaults: boolean;
   } | undefined;
   /** redis:// URL of the shared rate-limit state (docs/scaling.md); undefined: limits in process. */
   readonly limits: string | undefined;

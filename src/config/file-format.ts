@@ -120,5 +120,7 @@ export interface PetstoreConfig {
   admin?: ({ key: string; sha256?: never } | { sha256: string; key?: never }) & {
     /** Requests kept by the request journal (GET /__admin/requests), 0 (off) to 100000. Default `1000`. */
     journal?: number;
+    /** `true`: a request's `Prefer: code=NNN`, `delay=MS` or `fault=reset|empty|truncated` (RFC 7240) is applied to it as a fault. Default `false`. */
+    preferFaults?: boolean;
   };
 }

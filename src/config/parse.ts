@@ -310,7 +310,8 @@ function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>): 
     r.problem('admin must be an object {"sha256": "<hex digest>"} or {"key": "<key>"}');
     return undefined;
   }
-  for (const k of Object.keys(v)) if (k !== 'key' && k !== 'sha256' && k !== 'journal') r.problem(`admin.${k} is not a known field`);
+  for (const k of Object.keys(v)) if (k !== 'key' && k !== 'sha256' && k !== 'journal' && k !== 'preferFaults') r.problem(`admin.${k} is not a known field`);
+  if (v.preferFaults !== undefined && typeof v.preferFaults !== 'boolean') r.problem('admin.preferFaults must be true or false');
   const journal = v.journal === undefined ? DEFAULT_ADMIN_JOURNAL : v.journal;
   if (typeof journal !== 'number' || !Number.isInteger(journal) || journal < 0 || journal > MAX_ADMIN_JOURNAL) {
     r.problem(`admin.journal must be an integer from 0 (no request journal) to ${MAX_ADMIN_JOURNAL} (entries kept)`);
@@ -324,7 +325,7 @@ function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>): 
   if (digest === undefined) return undefined;
   const same = keys.get(digest);
   if (same !== undefined) r.problem(`admin is the same key as the API key named ${JSON.stringify(same.name)}: the admin key must be a key of its own`);
-  return Object.freeze({ digest, journal: journal as number });
+  return Object.freeze({ digest, journal: journal as number, preferFaults: v.preferFaults === true });
 }
 
 /** Requests the admin journal keeps by default, and at most. */

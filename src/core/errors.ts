@@ -19,6 +19,7 @@ export const ERROR_CODES = {
   internal_error: { status: 500, summary: 'An unexpected failure; the request changed nothing.' },
   not_implemented: { status: 501, summary: 'The operation exists but is not available here: its shape is not published, the body has a transfer coding other than chunked, or (admin snapshots) the store or limits are kept outside this process.' },
   ids_exhausted: { status: 507, summary: 'No pet id is left (ids stay within the safe integer range and the largest is taken); nothing was added, and retrying cannot help: only a reset frees ids.' },
+  injected_fault: { status: 502, summary: 'A test harness asked for this answer (a fault armed through /__admin/faults, or a request\'s Prefer: code=): its status is the one asked for, any of 400 to 599; used for a status that has no code of its own here.' },
   service_unavailable: { status: 503, summary: 'The store cannot write right now (disk full or failing), the database cannot be reached, or too many request bodies are arriving at once; retry after Retry-After seconds.' },
 } as const satisfies Record<string, { status: number; summary: string }>;
 

@@ -76,6 +76,8 @@ export class Exchange {
   quiet = false;
   /** Recorded in the request journal once answered (set by the journal phase). */
   journal = false;
+  /** The answer as written, kept for the journal only (set when `journal` is). */
+  answer: { readonly headers: readonly string[]; readonly body: string | Buffer | undefined; readonly type: string } | undefined = undefined;
   /** A connection fault caught this request: its answer ends the connection this way instead. */
   end: ConnectionFault | undefined = undefined;
 

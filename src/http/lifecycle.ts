@@ -22,7 +22,9 @@
 //                  (admin: only a caller without the key)
 //   deny           auth key / admin                           401 unauthorized
 //   expect         API paths                                  417 expectation_failed
-//   faults         /v1 operations, with an admin key set      429/503, a delay, or a broken connection
+//   prefer         /v1 operations, with admin.preferFaults    the request's Prefer: code= (400..599),
+//                                                             delay=, fault= (injected-faults.ts)
+//   faults         /v1 operations, with an admin key set      400..599, a delay, or a broken connection
 //                                                             (/__admin/faults; a create is stored first)
 //   idempotency    routes declaring Idempotency-Key           400 for a bad or repeated key
 //   body           routes declaring a request body            400, 413, 415, 501, 503
@@ -30,8 +32,8 @@
 //                                                             404/405 of a path in no route
 //
 // Requests node:http cannot parse, and CONNECT, are answered in client-errors.ts (400/408/431/405).
-import type { AdminContext, AdminRoute, FaultHit } from '../admin/index.js';
-import { ADMIN_MAX_BODY_BYTES, Faults, faultError } from '../admin/index.js';
+import type { AdminContext, AdminRoute } from '../admin/index.js';
+import { ADMIN_MAX_BODY_BYTES, Faults } from '../admin/index.js';
 import type { HandlerContext, Query, Reply, RouteSpec } from '../api/index.js';
 import { PageCache, PetCache, idempotencyKeyOf } from '../api/index.js';
 import type { Config } from '../config/index.js';
@@ -45,13 +47,14 @@ import { addPreflightHeaders, allowCors } from './cors.js';
 import { deprecationHeaders } from './deprecation.js';
 import { Exchange, type AppDeps, type Instance, type RequestListener } from './exchange.js';
 import { fail } from './failure.js';
+import { faults, prefer } from './injected-faults.js';
 import { parseQuery } from './query.js';
 import { SLASH, base, checkRequestFields, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
 import {
   ADMIN_NOT_FOUND, ADMIN_PREFIX, NOT_FOUND, methodNotAllowed, tableRoutes, type CompiledRoute, type RouteTable, type TableRoute,
 } from './route-table.js';
 import { Router } from './router.js';
-import { breakConnection, sendReply } from './send.js';
+import { sendReply } from './send.js';
 
 /**
  * One step of a request. It returns undefined to go on, DONE once it has answered, or a
@@ -79,6 +82,7 @@ export const PHASES: readonly PhaseEntry[] = [
   { name: 'charge', pick: (r) => (r.auth === 'open' ? undefined : r.auth === 'admin' ? chargeRefused : charge) },
   { name: 'deny', pick: (r) => when(r.auth === 'key' || r.auth === 'admin', deny) },
   { name: 'expect', pick: (r) => when(r.group === 'api', expect) },
+  { name: 'prefer', pick: (r, c) => when(c.admin?.preferFaults === true && r.group === 'api' && r.action.kind === 'api', prefer) },
   { name: 'faults', pick: (r, c) => when(c.admin !== undefined && r.group === 'api' && r.action.kind === 'api', faults) },
   { name: 'idempotency', pick: (r) => when(r.idempotencyKey, idempotency) },
   { name: 'body', pick: (r) => when(r.body !== undefined, r.body === 'admin' ? adminBody : apiBody) },
@@ -323,38 +327,6 @@ function expect(_app: Instance, x: Exchange): Step {
   }
   return undefined;
 }
-
-/** A fault set through /__admin/faults: answered instead, waited out first, or a broken connection. */
-function faults(app: Instance, x: Exchange): Step {
-  if (app.faults.armed === 0) return undefined;
-  const fault = app.faults.take(x.operation as string);
-  if (fault === undefined) return undefined;
-  // A count fault shared by several workers is first granted by the primary.
-  if (fault instanceof Promise) return fault.then((granted) => (granted === undefined ? undefined : caught(app, x, granted)));
-  return caught(app, x, fault);
-}
-
-function caught(app: Instance, x: Exchange, fault: FaultHit): Step {
-  if (fault.delayMs > 0) return app.faults.wait(fault.delayMs).then(() => faultHit(app, x, fault));
-  return faultHit(app, x, fault);
-}
-
-/**
- * After the wait: a status fault is the answer; a connection fault on a create (or a
- * truncated answer, which needs one) lets the request be handled and breaks its answer; a
- * reset or an empty close of any other operation happens now, before the handler.
- */
-function faultHit(app: Instance, x: Exchange, fault: FaultHit): Step {
-  if (fault.status !== undefined) throw faultError(fault);
-  if (fault.kind === undefined) return undefined;
-  if (fault.kind === 'truncated' || x.operation === CREATE_OPERATION) {
-    x.end = fault.kind;
-    return undefined;
-  }
-  breakConnection(app, x, fault.kind);
-  return DONE;
-}
-const CREATE_OPERATION = 'createPet';
 
 /** The Idempotency-Key, checked before the body is read: a bad key is refused without waiting for the upload. */
 function idempotency(_app: Instance, x: Exchange): Step {

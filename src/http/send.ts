@@ -1,5 +1,5 @@
 // The one exit: every response of the service is written here.
-import { JOURNAL_MAX_BODY_BYTES, type ConnectionFault } from '../admin/index.js';
+import { recordOf, type ConnectionFault } from '../admin/index.js';
 import type { Reply } from '../api/index.js';
 import { pushLimitHeaders } from '../limits/index.js';
 import { boundUnreadBody, lingerAfterAnswer } from './drain.js';
@@ -31,7 +31,9 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
     if (x.headers.connection === 'close' && !x.req.complete) lingerAfterAnswer(x.req.socket);
   }
   const length = body === undefined ? undefined : typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-  x.res.writeHead(status, headerList(x, contentType, length));
+  const headers = headerList(x, contentType, length);
+  if (x.journal) x.answer = { headers, body, type: contentType };
+  x.res.writeHead(status, headers);
   x.res.end(body);
   done(app, x, status);
 }
@@ -274,7 +276,9 @@ function endConnection(app: Instance, x: Exchange, end: ConnectionFault, status:
     socket.destroy();
   } else {
     const body = typeof reply === 'string' ? Buffer.from(reply) : (reply ?? Buffer.alloc(0));
-    x.res.writeHead(status, headerList(x, contentType, body.length));
+    const headers = headerList(x, contentType, body.length);
+    if (x.journal) x.answer = { headers, body, type: contentType };
+    x.res.writeHead(status, headers);
     // The head goes out on its own (a HEAD answer has no body for write() to carry it), then
     // half the body; then the connection closes with the rest unsent.
     x.res.flushHeaders();
@@ -295,28 +299,28 @@ export function breakConnection(app: Instance, x: Exchange, end: 'reset' | 'empt
   if (x.journal) record(app, x, 0, app.deps.clock.monotonic() - x.started);
 }
 
-/** The journal entry of an answered /v1 request (only when the journal phase marked it). */
+/** The journal entry of an answered /v1 request, the whole exchange (only when the journal phase marked it). */
 function record(app: Instance, x: Exchange, status: number, elapsed: number): void {
   const journal = app.deps.journal;
   if (journal === undefined) return;
-  const clock = app.deps.clock;
   const req = x.req;
-  let bodyJson: string | undefined;
-  if (x.body !== undefined) {
-    bodyJson = JSON.stringify(x.body);
-    if (bodyJson.length > JOURNAL_MAX_BODY_BYTES / 3 && Buffer.byteLength(bodyJson) > JOURNAL_MAX_BODY_BYTES) bodyJson = undefined;
-  }
   const key = req.headers['idempotency-key'];
-  journal.record({
+  const answer = x.answer;
+  journal.record(recordOf({
     requestId: x.reqId,
-    at: clock.now(),
+    at: app.deps.clock.now(),
     method: req.method ?? 'GET',
     path: x.path,
     rawQuery: x.rawQuery,
-    key: x.keyName ?? null,
+    operation: x.operation,
+    keyName: x.keyName,
+    rawHeaders: req.rawHeaders,
+    requestBody: x.body,
+    idempotencyKey: x.idempotencyKey ?? (typeof key === 'string' ? key : null),
     status,
     durationMs: Math.round(elapsed * 100) / 100,
-    idempotencyKey: x.idempotencyKey ?? (typeof key === 'string' ? key : null),
-    bodyJson,
-  });
+    responseHeaders: answer?.headers,
+    responseBody: answer?.body,
+    responseType: answer?.type,
+  }));
 }

@@ -1,5 +1,5 @@
 // What an embedder gives startPetstore and gets back: the library's options and handle.
-import type { JournalEntry } from '../admin/index.js';
+import type { FaultListing, JournalEntry } from '../admin/index.js';
 import type { PetstoreConfig } from '../config/index.js';
 import type { Clock, LogLevel, Logger, NewPet, Pet } from '../core/index.js';
 
@@ -55,14 +55,82 @@ export interface PetstoreHandle {
   /** The service clock: move it forward to test backoff, bans and day limits without waiting. */
   readonly clock: HarnessClock;
   /**
-   * The request journal (recorded only while the config has `admin` with a journal size
-   * above 0), as GET /__admin/requests answers it. A bad filter rejects with a RangeError.
+   * The request journal, as /__admin/requests: callable (a query, as before) and with query,
+   * count, wait and clear. A bad filter rejects with a RangeError; a config without `admin`
+   * (or with `admin.journal` 0) rejects with an AdminOffError instead of answering nothing.
    */
-  journal(filter?: JournalQuery): Promise<JournalPage>;
-  /** Saves (or replaces) a named snapshot; rejects where snapshots cannot be had, or for a 17th name. */
+  readonly journal: HandleJournal;
+  /** Faults, as /__admin/faults: arm, list, clear. Without `admin` in the config: an AdminOffError. */
+  readonly faults: HandleFaults;
+  /** Named snapshots, as /__admin/snapshots: save, restore, list, delete. */
+  readonly snapshots: HandleSnapshots;
+  /** Saves (or replaces) a named snapshot; rejects where snapshots cannot be had, or for a 17th name. (snapshots.save) */
   snapshot(name: string): Promise<{ name: string; pets: number }>;
-  /** Puts a named snapshot back exactly as saved; rejects for an unknown name. */
+  /** Puts a named snapshot back exactly as saved; rejects for an unknown name. (snapshots.restore) */
   restore(name: string): Promise<void>;
+}
+
+/** handle.journal: a function (a query) with methods. */
+export interface HandleJournal {
+  (filter?: JournalQuery): Promise<JournalPage>;
+  /** The matching entries, oldest first, and the entries evicted since the last clear. */
+  query(filter?: JournalQuery): Promise<JournalPage>;
+  /** How many entries match. */
+  count(filter?: JournalQuery): Promise<number>;
+  /**
+   * Resolves once at least `atLeast` entries match, or `timeoutMs` (0..60,000, default 0) has
+   * passed, woken by the recording of each request: wait for a request instead of sleeping.
+   */
+  wait(filter: JournalQuery & { atLeast: number; timeoutMs?: number }): Promise<{ count: number; met: boolean; waitedMs: number }>;
+  /** Empties the journal. */
+  clear(): Promise<void>;
+}
+
+/** handle.faults. */
+export interface HandleFaults {
+  /** Arms a fault: the body of POST /__admin/faults (a bad one rejects with a RangeError); resolves with every armed fault. */
+  arm(fault: FaultInput): Promise<FaultListing[]>;
+  /** Every armed fault with what is left of it. */
+  list(): FaultListing[];
+  clear(): Promise<void>;
+}
+
+/** A fault as POST /__admin/faults takes it (docs/harness.md, Faults). */
+export interface FaultInput {
+  /** An operationId (listPets, createPet, getPet, ...) or "*" for every /v1 operation. */
+  operation: string;
+  /** Only the requests of this key (its name in the config), or of none (null). */
+  key?: string | null;
+  /** Only the requests with this header value (exactly; the name in any case). */
+  header?: { name: string; value: string };
+  /** Answer this status, 400..599, instead of handling the request. */
+  status?: number;
+  /** The body of that answer (any JSON value); default: the Error body of the status. */
+  body?: unknown;
+  /** Headers added to that answer. */
+  headers?: Record<string, string>;
+  /** Retry-After of that answer, in seconds (429 and 503: 1 by default). */
+  retryAfter?: number;
+  /** Break the connection instead (a create is stored first). */
+  kind?: 'reset' | 'empty' | 'truncated';
+  /** Wait first: ms, or a uniform range. */
+  delayMs?: number | { min: number; max: number };
+  /** The next `count` matching requests (default 1)... */
+  count?: number;
+  /** ...or each one with this chance, until cleared. */
+  probability?: number;
+  /** The generator's seed (with probability or a delay range). */
+  seed?: number;
+}
+
+/** handle.snapshots. */
+export interface HandleSnapshots {
+  save(name: string): Promise<{ name: string; pets: number }>;
+  restore(name: string): Promise<void>;
+  /** The snapshots kept, oldest first. */
+  list(): Array<{ name: string; pets: number; time: string }>;
+  /** Deletes one; throws for an unknown name. */
+  delete(name: string): void;
 }
 
 /** The service clock as a handle shows it. */
@@ -82,9 +150,15 @@ export interface JournalQuery {
   method?: string;
   /** Exact path, without the query (for example "/v1/pets"). */
   path?: string;
+  /** Paths starting with this (for example "/v1/pets/"). */
+  pathPrefix?: string;
   status?: number;
   /** An API key's name in the config. */
   key?: string;
+  /** An operationId: listPets, createPet, getPet... */
+  operation?: string;
+  /** A request header "name:value" (exact value), or several that must all match. */
+  header?: string | string[];
   /** A requestId: only the entries after it. */
   since?: string;
   /** 1..1000, default 100. */

@@ -3,7 +3,7 @@
 // run in one process. Each part is opened in its own file: the backends (backends.ts), the
 // admin harness (src/admin/), the config and its reloads (reload.ts), the node:http server
 // (node-server.ts).
-import { ADMIN_ROUTES, harnessFaults, openHarness, type Peers } from '../admin/index.js';
+import { ADMIN_ROUTES, handleAdmin, harnessFaults, openHarness, type AdminSettings, type Peers } from '../admin/index.js';
 import { ROUTES, openApiRoute } from '../api/index.js';
 import { limitsUrlProblem, type Config } from '../config/index.js';
 import { asStartError, functionLogger, jsonLogger, safeStdout, serviceClock, silentLogger, type ServiceClock } from '../core/index.js';
@@ -132,13 +132,17 @@ export async function startWithConfig(
     },
     reset: () => harness.reset(),
     clock,
-    journal: (filter = {}) => harness.requests(filter),
-    snapshot: (name) => harness.snapshot(name),
-    restore: (name) => harness.restore(name),
+    // The journal, faults and snapshots, as over /__admin; a feature the config has off throws.
+    ...handleAdmin(harness, () => adminSettings(inForce.config), routes.map((r) => r.operationId)),
     async seed(pets) {
       const stored = await store.seed(pets);
       return stored.map((s) => ({ ...s.pet }));
     },
     reload,
   };
+}
+
+/** What the handle's admin features check at each call: admin on, and the journal's size. */
+function adminSettings(config: Config): AdminSettings {
+  return { on: config.admin !== undefined, journal: config.admin?.journal ?? 0 };
 }

@@ -21,7 +21,7 @@ function control(over: Partial<AdminControl> = {}): AdminControl {
   const clock = new ManualClock();
   return {
     reset: () => Promise.resolve(), seed: () => Promise.resolve([]), faults: new Faults(),
-    journal: { query: () => Promise.resolve({ records: [], dropped: 0 }), count: () => Promise.resolve(7), clear: () => Promise.resolve() },
+    journal: { query: () => Promise.resolve({ records: [], dropped: 0 }), count: () => Promise.resolve(7), wait: () => Promise.resolve({ count: 7, met: true, waitedMs: 0 }), clear: () => Promise.resolve() },
     clock: { now: () => clock.now(), get offsetMs() { return clock.offsetMs; }, advance: (ms) => Promise.resolve(clock.advance(ms)) },
     snapshots: 'Snapshots are not available here: a test says so.',
     ...over,

@@ -21,7 +21,7 @@ test('wait resolves after its time; stop() ends every wait under way, and later 
 });
 
 import { ApiError } from '../../src/core/index.js';
-import { parseFault, seededRandom, type Fault, type FaultHit, type FaultSpec } from '../../src/admin/index.js';
+import { faultSlot, parseFault, seededRandom, type Fault, type FaultHit, type FaultSpec } from '../../src/admin/index.js';
 
 const OPS = ['listPets', 'createPet', 'getPet'];
 
@@ -41,9 +41,24 @@ function spec(body: Record<string, unknown>): FaultSpec {
 const BAD: Array<{ name: string; body: unknown; says: string[] }> = [
   { name: 'not an object', body: [1], says: ['must be a JSON object'] },
   { name: 'unknown operation', body: { operation: 'dropTables', status: 503 }, says: ['operation must be one of listPets, createPet, getPet or "*"'] },
-  { name: 'nothing to do', body: { operation: 'listPets' }, says: ['give status (429 or 503), kind (reset, empty or truncated) or delayMs'] },
+  { name: 'nothing to do', body: { operation: 'listPets' }, says: ['give status (400 to 599), kind (reset, empty or truncated) or delayMs'] },
   { name: 'status and kind', body: { operation: 'listPets', status: 503, kind: 'reset' }, says: ['give status or kind, not both'] },
-  { name: 'bad status', body: { operation: 'listPets', status: 500 }, says: ['status must be 429 or 503'] },
+  { name: 'status below 400', body: { operation: 'listPets', status: 399 }, says: ['status must be an integer from 400 to 599'] },
+  { name: 'status above 599', body: { operation: 'listPets', status: 600 }, says: ['status must be an integer from 400 to 599'] },
+  { name: 'status as text', body: { operation: 'listPets', status: '500' }, says: ['status must be an integer from 400 to 599'] },
+  { name: 'a key that is no name', body: { operation: 'listPets', status: 500, key: 5 }, says: ['key must be the name of a key in the config, or null'] },
+  { name: 'an empty key name', body: { operation: 'listPets', status: 500, key: '' }, says: ['key must be the name'] },
+  { name: 'a header without a value', body: { operation: 'listPets', status: 500, header: { name: 'X-A' } }, says: ['header must be {"name"'] },
+  { name: 'a header as text', body: { operation: 'listPets', status: 500, header: 'X-A:b' }, says: ['header must be {"name"'] },
+  { name: 'a header name that is no token', body: { operation: 'listPets', status: 500, header: { name: 'X A', value: 'b' } }, says: ['header must be {"name"'] },
+  { name: 'a header with another field', body: { operation: 'listPets', status: 500, header: { name: 'X-A', value: 'b', exact: true } }, says: ['header must be {"name"'] },
+  { name: 'a body without status', body: { operation: 'listPets', kind: 'reset', body: {} }, says: ['body goes with status'] },
+  { name: 'headers without status', body: { operation: 'listPets', delayMs: 5, headers: { 'X-A': 'b' } }, says: ['headers go with status'] },
+  { name: 'headers not an object', body: { operation: 'listPets', status: 500, headers: ['X-A'] }, says: ['headers must be an object'] },
+  { name: 'a header value that is no string', body: { operation: 'listPets', status: 500, headers: { 'X-A': 1 } }, says: ['headers: the value of X-A must be a string'] },
+  { name: 'a header value with a line break', body: { operation: 'listPets', status: 500, headers: { 'X-A': 'a\r\nb: c' } }, says: ['headers: the value of X-A must be a string'] },
+  { name: 'a framing header', body: { operation: 'listPets', status: 500, headers: { 'Content-Length': '3' } }, says: ['headers: Content-Length is the server\'s to set'] },
+  { name: 'a body too large', body: { operation: 'listPets', status: 500, body: 'x'.repeat(70_000) }, says: ['body must be at most 65536 characters of JSON'] },
   { name: 'bad kind', body: { operation: 'listPets', kind: 'slow' }, says: ['kind must be one of reset, empty, truncated'] },
   { name: 'negative delay', body: { operation: 'listPets', delayMs: -1 }, says: ['delayMs must be an integer from 0 to 30000'] },
   { name: 'delay range upside down', body: { operation: 'listPets', delayMs: { min: 10, max: 5 } }, says: ['delayMs.min must not be above delayMs.max'] },
@@ -60,8 +75,8 @@ const BAD: Array<{ name: string; body: unknown; says: string[] }> = [
   { name: 'unknown field', body: { operation: 'listPets', status: 503, extra: 1 }, says: ['"extra" is not a known field'] },
   {
     name: 'every problem at once',
-    body: { operation: 'x', status: 500, delayMs: -1, count: 0, extra: 1 },
-    says: ['"extra" is not a known field', 'operation must be', 'status must be 429 or 503', 'delayMs must be', 'count must be'],
+    body: { operation: 'x', status: 600, delayMs: -1, count: 0, extra: 1 },
+    says: ['"extra" is not a known field', 'operation must be', 'status must be an integer from 400 to 599', 'delayMs must be', 'count must be'],
   },
 ];
 
@@ -75,7 +90,7 @@ for (const c of BAD) {
 }
 
 const GOOD: Array<{ name: string; body: Record<string, unknown>; expect: Partial<FaultSpec> }> = [
-  { name: 'the old form', body: { operation: 'createPet', status: 503, count: 2 }, expect: { status: 503, count: 2, retryAfter: 1, delay: undefined, kind: undefined } },
+  { name: 'the old form', body: { operation: 'createPet', status: 503, count: 2 }, expect: { status: 503, count: 2, retryAfter: undefined, delay: undefined, kind: undefined } },
   { name: 'a fixed delay', body: { operation: 'createPet', delayMs: 400 }, expect: { delay: { min: 400, max: 400 }, count: 1 } },
   { name: 'a delay range', body: { operation: '*', delayMs: { min: 5, max: 50 } }, expect: { operation: '*', delay: { min: 5, max: 50 } } },
   { name: 'a connection fault', body: { operation: 'createPet', kind: 'truncated' }, expect: { kind: 'truncated', status: undefined, count: 1 } },
@@ -204,7 +219,7 @@ test('with claims granted by one counter, a count fault catches exactly count re
   const [a, b] = peers as [Worker, Worker];
   for (const count of [1, 5, 20]) {
     const armed = a.set(spec({ operation: 'listPets', status: 503, count }));
-    b.set(armed, a.armIdOf('listPets'));
+    b.set(armed, a.armIdOf(faultSlot(armed)));
     // Sixty requests at once, spread over both: every take is in flight before any is granted.
     const hits = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? a : b).take('listPets')));
     assert.equal(hits.filter((h) => h?.status === 503).length, count, `count ${count}`);
@@ -212,10 +227,10 @@ test('with claims granted by one counter, a count fault catches exactly count re
   }
   // A fault set again is a new arming: its claims start from nothing, and a consume told for the
   // old arming does not count against it.
+  const slot = faultSlot(a.set(spec({ operation: 'listPets', status: 429, count: 2 })));
+  const old = a.armIdOf(slot) as string;
   a.set(spec({ operation: 'listPets', status: 429, count: 2 }));
-  const old = a.armIdOf('listPets') as string;
-  a.set(spec({ operation: 'listPets', status: 429, count: 2 }));
-  a.consume('listPets', old);
+  a.consume(slot, old);
   assert.equal(a.list()[0]?.remaining, 2);
   assert.equal((await a.take('listPets'))?.status, 429);
   // The "*" fault still catches what a used-up count fault lets through.

@@ -264,7 +264,7 @@ describe('every operation', () => {
     assert.deepEqual(obj(param(op, 'status').schema, 'status.schema'), { $ref: '#/components/schemas/PetStatus' });
     assert.equal(param(op, 'cursor').in, 'query');
     const r = responses(op, 'listPets');
-    assert.deepEqual(Object.keys(r).sort(), ['200', '400', '401', '429', '503']);
+    assert.deepEqual(Object.keys(r).sort(), ['200', '400', '401', '429', '503', 'default']);
     const body = obj(obj(obj(r['200']?.content, 'content')['application/json'], 'json').schema, 'schema');
     assert.deepEqual(body, { type: 'array', items: { $ref: '#/components/schemas/Pet' } });
     assert.ok(headerNames(obj(r['200'], '200')).includes('Link'));
@@ -277,7 +277,7 @@ describe('every operation', () => {
     assert.equal(body.required, true);
     assert.deepEqual(obj(obj(body.content, 'content')['application/json'], 'json').schema, { $ref: '#/components/schemas/NewPet' });
     const r = responses(op, 'createPet');
-    assert.deepEqual(Object.keys(r).sort(), ['201', '400', '401', '409', '413', '415', '422', '429', '501', '503', '507']);
+    assert.deepEqual(Object.keys(r).sort(), ['201', '400', '401', '409', '413', '415', '422', '429', '501', '503', '507', 'default']);
     assert.deepEqual(obj(obj(r['201']?.content, 'content')['application/json'], 'json').schema, { $ref: '#/components/schemas/Pet' });
     assert.ok(headerNames(obj(r['201'], '201')).includes('Location'));
     assert.ok(headerNames(obj(r['201'], '201')).includes('Idempotent-Replayed'), 'a replay says so');
@@ -301,7 +301,7 @@ describe('every operation', () => {
     const petId = param(op, 'petId');
     assert.deepEqual({ in: petId.in, required: petId.required, type: obj(petId.schema, 's').type, format: obj(petId.schema, 's').format }, { in: 'path', required: true, type: 'integer', format: 'int64' });
     const r = responses(op, 'getPet');
-    assert.deepEqual(Object.keys(r).sort(), ['200', '400', '401', '404', '429', '503']);
+    assert.deepEqual(Object.keys(r).sort(), ['200', '400', '401', '404', '429', '503', 'default']);
     for (const [status, response] of Object.entries(r)) {
       for (const h of ['Deprecation', 'Sunset', 'Link']) assert.ok(headerNames(response).includes(h), `getPet ${status} documents ${h}`);
     }
@@ -310,13 +310,13 @@ describe('every operation', () => {
   test('GET /store/orders: in the Store group, 501', () => {
     const op = operation('/store/orders', 'get');
     assert.deepEqual(op.tags, ['Store']);
-    assert.deepEqual(Object.keys(responses(op, 'orders')).sort(), ['401', '429', '501', '503']);
+    assert.deepEqual(Object.keys(responses(op, 'orders')).sort(), ['401', '429', '501', '503', 'default']);
     assert.ok(arr(doc.tags, 'tags').some((t) => obj(t, 'tag').name === 'Store'));
   });
 
   test('the document route itself: public, 200 and 429', () => {
     const op = operation('/openapi.json', 'get');
-    assert.deepEqual(Object.keys(responses(op, 'openapi')).sort(), ['200', '429', '503']);
+    assert.deepEqual(Object.keys(responses(op, 'openapi')).sort(), ['200', '429', '503', 'default']);
     const ok = obj(obj(obj(responses(op, 'openapi')['200']?.content, 'content')['application/json'], 'json').schema, 'schema');
     assert.deepEqual(ok, { $ref: '#/components/schemas/OpenApiDocument' }, 'typed, not a bare object');
     assert.deepEqual(conforms(ok, doc), [], 'the document conforms to its own schema');
@@ -422,8 +422,10 @@ describe('structure, checked by hand (no third-party validator)', () => {
         for (const t of arr(o.tags ?? [], 'tags')) assert.ok(arr(doc.tags, 'tags').some((d) => obj(d, 'tag').name === t), `tag ${String(t)} is declared`);
         const rs = responses(o, `${method} ${path}`);
         assert.ok(Object.keys(rs).length > 0);
+        assert.deepEqual(obj(obj(obj(rs.default, 'default').content ?? { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }, 'content')['application/json'], 'json').schema,
+          { $ref: '#/components/schemas/Error' }, `${method} ${path}: any other status a harness causes is an Error (default)`);
         for (const [status, r] of Object.entries(rs)) {
-          assert.match(status, /^[1-5][0-9][0-9]$/);
+          assert.match(status, /^(?:[1-5][0-9][0-9]|default)$/);
           assert.equal(typeof r.description, 'string', `${method} ${path} ${status} description`);
           for (const h of Object.values(obj(r.headers ?? {}, 'headers'))) {
             const header = deref(h, 'header');

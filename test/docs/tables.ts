@@ -134,7 +134,7 @@ function phases(): string {
       // operations do: these answer nothing, and are never called while the table is made.
       admin: {
         reset: () => store.reset(), seed: (pets) => store.seed(pets), faults: new Faults(),
-        journal: { query: () => Promise.resolve({ records: [], dropped: 0 }), count: () => Promise.resolve(0), clear: () => Promise.resolve() },
+        journal: { query: () => Promise.resolve({ records: [], dropped: 0 }), count: () => Promise.resolve(0), wait: () => Promise.resolve({ count: 0, met: false, waitedMs: 0 }), clear: () => Promise.resolve() },
         clock: { now: () => clock.now(), offsetMs: 0, advance: (ms) => Promise.resolve(clock.advance(ms)) },
         snapshots: 'not needed for the phase table',
       },

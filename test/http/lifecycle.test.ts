@@ -24,7 +24,7 @@ function depsFor(config: () => Config, routes: readonly RouteSpec[] = ROUTES, st
   const clock = new ManualClock();
   const admin: AdminControl = {
     reset: () => store.reset(), seed: (pets) => store.seed(pets), faults: new Faults(),
-    journal: { query: () => Promise.resolve({ records: [], dropped: 0 }), count: () => Promise.resolve(0), clear: () => Promise.resolve() },
+    journal: { query: () => Promise.resolve({ records: [], dropped: 0 }), count: () => Promise.resolve(0), wait: () => Promise.resolve({ count: 0, met: false, waitedMs: 0 }), clear: () => Promise.resolve() },
     clock: { now: () => clock.now(), offsetMs: 0, advance: (ms) => Promise.resolve(clock.advance(ms)) },
     snapshots: 'not in this test',
   };
