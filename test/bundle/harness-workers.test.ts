@@ -73,6 +73,29 @@ describe('journal and clock across two workers with Redis limits', { skip }, () 
     for (let i = 0; i < 4; i++) assert.equal((JSON.parse((await admin('GET', '/clock')).body) as { offsetMs: number }).offsetMs, 0);
   });
 
+  it('the journal is one: its bound holds for the service as a whole, oldest first; a wait is woken by either worker', async () => {
+    const dir = tempDir();
+    const small = await startBundle(['--config', writeConfig(dir, testConfig({ admin: { key: ADMIN, journal: 4 } })), '--store', pg.url, '--limits', redis.url, '--workers', '2'], { cwd: dir });
+    const smallAdmin = async (path: string): Promise<unknown> => JSON.parse((await once(`${small.url.replace(/\/v1$/, '')}/__admin${path}`, { key: ADMIN })).body);
+    try {
+      // A connection each, so that both workers answer some (each worker's ring holds 4).
+      const sent: string[] = [];
+      for (let i = 0; i < 12; i++) sent.push(String((await once(`${small.url}/pets?i=${i}`, { key: KEYS.enterprise })).headers['x-request-id']));
+      assert.equal(new Set(sent.map(workerOf)).size, 2, 'both workers answered');
+      const page = await smallAdmin('/requests?limit=1000') as { requests: Array<{ query: { i: string } }>; dropped: number };
+      assert.deepEqual(page.requests.map((e) => e.query.i), ['8', '9', '10', '11'], 'the newest 4 of the service, oldest first');
+      assert.equal(page.dropped, 8);
+      assert.deepEqual(await smallAdmin('/requests/count'), { count: 4 });
+      const waiting = smallAdmin('/requests/count?operation=getPet&atLeast=4&timeoutMs=30000');
+      const got: string[] = [];
+      for (let i = 0; i < 4; i++) got.push(String((await once(`${small.url}/pets/${i + 1}`, { key: KEYS.enterprise })).headers['x-request-id']));
+      const waited = await waiting as { count: number; met: boolean };
+      assert.deepEqual({ count: waited.count, met: waited.met }, { count: 4, met: true });
+    } finally {
+      await small.stop();
+    }
+  });
+
   it('snapshots answer 501 saying why: with workers, with pets in PostgreSQL, with limits in Redis', async () => {
     const res = await admin('PUT', '/snapshots/x');
     assert.equal(res.status, 501);
