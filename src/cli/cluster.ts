@@ -5,7 +5,7 @@
 // as a reload to every worker (a starting one too, which applies it before it serves), and on SIGTERM or SIGINT stops them all gracefully: exit 0
 // when every one stopped cleanly.
 import cluster, { type Worker } from 'node:cluster';
-import { batchingSink, jsonLogger, safeStdoutBytes } from '../core/index.js';
+import { batchingSink, jsonLogger, safeStdoutBytes, wholeLines } from '../core/index.js';
 import { ASK_TIMEOUT_MS, isWorkerMessage, type PrimaryMessage, type WorkerMessage } from '../server/index.js';
 import type { Io, Resolved } from './args.js';
 import { GENERATION_ENV, PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
@@ -62,7 +62,7 @@ function deliver(worker: Worker | undefined, message: PrimaryMessage): void {
 }
 
 export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io): Promise<number> {
-  const out = batchingSink(safeStdoutBytes());
+  const out = batchingSink(wholeLines(safeStdoutBytes()));
   const logger = jsonLogger(resolved.logLevel, out.sink);
   const slots: Slot[] = Array.from({ length: resolved.workers }, (_, i) => ({
     n: i + 1, worker: undefined, ready: false, startedAt: 0, quickDeaths: 0, restart: undefined, onStart: undefined,
