@@ -10,6 +10,7 @@ import { ASK_TIMEOUT_MS, isWorkerMessage, type PrimaryMessage, type WorkerMessag
 import type { Io, Resolved } from './args.js';
 import { GENERATION_ENV, PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
 import { onSignals } from './signals.js';
+import { reporter } from './events.js';
 import { startLine } from './places.js';
 import { settleThenExit } from './stdio-exit.js';
 
@@ -64,6 +65,7 @@ function deliver(worker: Worker | undefined, message: PrimaryMessage): void {
 export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io): Promise<number> {
   const out = batchingSink(wholeLines(safeStdoutBytes()));
   const logger = jsonLogger(resolved.logLevel, out.sink);
+  const report = reporter(logger, io, 'petstore: ');
   const slots: Slot[] = Array.from({ length: resolved.workers }, (_, i) => ({
     n: i + 1, worker: undefined, ready: false, startedAt: 0, quickDeaths: 0, restart: undefined, onStart: undefined,
   }));
@@ -254,7 +256,7 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
     const wasStarting = phase === 'starting';
     phase = 'stopping';
     const running = slots.filter((s) => s.worker !== undefined).length;
-    if (running > 0) io.err(`petstore: ${why}, stopping ${running} workers (each finishes its in-flight requests)`);
+    if (running > 0) report('info', `${why}, stopping ${running} workers (each finishes its in-flight requests)`, { workers: running });
     for (const s of slots) {
       if (s.restart !== undefined) clearTimeout(s.restart);
       s.restart = undefined;
@@ -268,7 +270,7 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
     stopTimer = setTimeout(() => {
       for (const s of slots) {
         if (s.worker === undefined) continue;
-        io.err(`petstore: worker ${s.n} did not stop within ${STOP_TIMEOUT_MS / 1000} s; killing it`);
+        report('error', `worker ${s.n} did not stop within ${STOP_TIMEOUT_MS / 1000} s; killing it`, { worker: s.n, workerPid: s.worker.process.pid });
         s.worker.process.kill('SIGKILL');
       }
     }, STOP_TIMEOUT_MS);
@@ -276,7 +278,7 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
 
   const reload = (): void => {
     if (typeof resolved.configSource !== 'string') {
-      io.err('petstore: SIGHUP ignored: running on the built-in config, there is no file to reload');
+      report('warn', 'SIGHUP ignored: running on the built-in config, there is no file to reload', { signal: 'SIGHUP' });
       return;
     }
     // Every worker, a starting one too: it applies the reload before it serves (worker.ts).

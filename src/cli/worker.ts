@@ -11,6 +11,7 @@ import type { Io, Resolved } from './args.js';
 import { readSeedFile } from './seed.js';
 import { describeStartError, startOptions } from './start-options.js';
 import { onSignals } from './signals.js';
+import { reporter } from './events.js';
 import { settleThenExit } from './stdio-exit.js';
 
 /** Set by the primary in its workers' environment (with the two below). */
@@ -33,6 +34,7 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
   const say = (line: string): void => io.err(`petstore: worker ${id}: ${line}`);
   const out = batchingSink(wholeLines(safeStdoutBytes()));
   const logger = jsonLogger(resolved.logLevel, out.sink);
+  const report = reporter(logger, io, `petstore: worker ${id}: `);
   const peers = new WorkerPeers();
   let handle: PetstoreHandle | undefined;
   let stopRequested = false;
@@ -45,10 +47,14 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
     stopRequested = true;
     stopAt = performance.now();
     if (handle === undefined) return; // still starting: stopped as soon as it is up
-    if (why !== 'stop') say(`${why}, finishing in-flight requests`);
+    if (why !== 'stop') report('info', `${why}, finishing in-flight requests`);
     handle.close().then(
       () => finish(0),
-      (err: unknown) => { say(`error while stopping: ${describeStartError(err)}`); finish(1); },
+      (err: unknown) => {
+        const reason = describeStartError(err);
+        report('error', 'error while stopping', { reason }, reason);
+        finish(1);
+      },
     );
   };
   // The config read at start covers the SIGHUPs counted at the fork; `heard` is the newest
@@ -59,12 +65,16 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
   const reload = (): void => {
     if (handle === undefined) return; // still starting: caught up before it listens (catchUp)
     if (typeof resolved.configSource !== 'string') {
-      say('reload ignored: running on the built-in config, there is no file to reload');
+      report('warn', 'reload ignored: running on the built-in config, there is no file to reload');
       return;
     }
-    handle.reload(resolved.configSource).then(
-      () => say(`config reloaded from ${resolved.configSource as string}`),
-      (err: unknown) => say(`config reload refused, the old config stays in force: ${describeStartError(err)}`),
+    const config = resolved.configSource;
+    handle.reload(config).then(
+      () => report('info', `config reloaded from ${config}`, { config }),
+      (err: unknown) => {
+        const reason = describeStartError(err);
+        report('error', 'config reload refused, the old config stays in force', { config, reason }, reason);
+      },
     );
   };
   const onMessage = (m: unknown): void => {
@@ -88,10 +98,11 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
       const target = heard;
       try {
         await apply();
-        if (target > forked) say(`config reloaded from ${resolved.configSource} before serving (a SIGHUP came while this worker started)`);
+        if (target > forked) report('info', `config reloaded from ${resolved.configSource} before serving (a SIGHUP came while this worker started)`, { config: resolved.configSource });
       } catch (err) {
         // As a running worker would: the config in force stays (the others refused it too).
-        if (target > forked) say(`config reload refused, the old config stays in force: ${describeStartError(err)}`);
+        const reason = describeStartError(err);
+        if (target > forked) report('error', 'config reload refused, the old config stays in force', { config: resolved.configSource, reason }, reason);
       }
       covered = target;
     } while (covered < heard);
