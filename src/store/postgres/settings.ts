@@ -1,6 +1,12 @@
-// The store URL: postgres://user:password@host:port/database?options. Petstore reads three
-// options from its query (and removes the one the driver does not know); anything else in
-// it (sslmode, application_name, ...) goes to postgres.js and the server unchanged.
+// The store URL: postgres://user:password@host:port/database?options. Petstore reads its own
+// options from the query and removes them; anything else in it (application_name, ...) goes
+// to postgres.js and the server as a startup parameter, unchanged.
+//
+// Nothing petstore needs is sent as a startup parameter: a transaction-mode pooler
+// (PgBouncer as it ships, Supavisor, RDS Proxy) refuses or drops most of them. The timeouts
+// are set per transaction instead (pool.ts), and statements are not prepared unless the URL
+// asks for it (`prepare=true`), since a prepared statement lives on one server connection
+// and a transaction pooler hands the next transaction another one.
 
 export interface PostgresSettings {
   /** The URL handed to the driver. */
@@ -21,6 +27,11 @@ export interface PostgresSettings {
   readonly hosts?: { readonly host: string[]; readonly port: number[] };
   /** Seconds to open one connection (`connect_timeout`, postgres.js's own option). */
   readonly connectTimeoutS: number;
+  /**
+   * Named prepared statements, reused on each connection (`prepare`, default false): faster
+   * straight to PostgreSQL, wrong behind a transaction pooler.
+   */
+  readonly prepare: boolean;
 }
 
 export const DEFAULT_POOL_SIZE = 4;
@@ -66,16 +77,26 @@ export function parseSettings(url: string): PostgresSettings {
   const queryTimeoutMs = intParam(u, 'query_timeout', DEFAULT_QUERY_TIMEOUT_MS, 100, 600_000);
   const statementTimeoutMs = intParam(u, 'statement_timeout', DEFAULT_STATEMENT_TIMEOUT_MS, 100, 3_600_000);
   const connectTimeoutS = intParam(u, 'connect_timeout', DEFAULT_CONNECT_TIMEOUT_S, 1, 600);
-  // Ours alone (statement_timeout is sent to the server as a connection setting by open.ts).
-  u.searchParams.delete('query_timeout');
-  u.searchParams.delete('statement_timeout');
-  u.searchParams.delete('max');
-  u.searchParams.delete('connect_timeout');
+  const prepare = boolParam(u, 'prepare', false);
+  // Ours alone: none of them reaches the server as a startup parameter.
+  for (const name of OWN_PARAMS) u.searchParams.delete(name);
   let hosts: PostgresSettings['hosts'];
   if (u.hostname.startsWith('[')) {
     hosts = { host: [u.hostname.slice(1, -1)], port: [u.port === '' ? 5432 : Number(u.port)] };
   }
-  return { driverUrl: u.href, shown: redactUrl(url), poolSize, queryTimeoutMs, statementTimeoutMs, connectTimeoutS, ...(hosts ? { hosts } : {}) };
+  return { driverUrl: u.href, shown: redactUrl(url), poolSize, queryTimeoutMs, statementTimeoutMs, connectTimeoutS, prepare, ...(hosts ? { hosts } : {}) };
+}
+
+/** The URL's options petstore reads itself. */
+const OWN_PARAMS = ['max', 'query_timeout', 'statement_timeout', 'connect_timeout', 'prepare'];
+
+function boolParam(u: URL, name: string, fallback: boolean): boolean {
+  const values = u.searchParams.getAll(name);
+  if (values.length === 0) return fallback;
+  if (values.length > 1 || !['true', 'false'].includes(values[0] as string)) {
+    throw new Error(`the store URL's ${name} must be given once, true or false`);
+  }
+  return values[0] === 'true';
 }
 
 function intParam(u: URL, name: string, fallback: number, min: number, max: number): number {
