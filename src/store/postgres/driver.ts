@@ -49,6 +49,11 @@ export function refusal(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return undefined;
   const message = err instanceof Error ? err.message : '';
+  if (/CERT|SELF_SIGNED|UNABLE_TO_|ERR_TLS_|ERR_SSL_/.test(code)) {
+    return code === 'ERR_TLS_CERT_ALTNAME_INVALID'
+      ? "the server's certificate is not for the host in the store URL: use the name the certificate is for, or sslmode=verify-ca to check the chain only"
+      : "to trust the server's certificate, name its CA in the store URL (sslrootcert=/path/to/ca.crt, a PEM file) or in NODE_EXTRA_CA_CERTS, or use sslmode=require to encrypt without verifying";
+  }
   const param = /unsupported startup parameter: ?([A-Za-z0-9_.]+)/.exec(message)?.[1]
     ?? (code === '42704' && /configuration parameter/.test(message) ? /"([^"]+)"/.exec(message)?.[1] : undefined);
   if (param !== undefined) {

@@ -41,12 +41,13 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions)
     if (err instanceof DriverMissingError) throw new StoreOpenError(shown, `Cannot use the PostgreSQL store: ${err.message}.`);
     throw new StoreOpenError(shown, `Cannot load the PostgreSQL driver: ${describeError(err)}.`, { cause: err });
   }
-  const { driverUrl, poolSize, queryTimeoutMs, statementTimeoutMs, connectTimeoutS, hosts, prepare } = settings;
+  const { driverUrl, poolSize, queryTimeoutMs, statementTimeoutMs, connectTimeoutS, hosts, prepare, ssl, sslmode } = settings;
   const options = (max: number): Record<string, unknown> => ({
     max,
     connect_timeout: connectTimeoutS,
     // Unnamed statements unless asked (settings.ts): nothing outlives a transaction.
     prepare,
+    ssl,
     // No array columns: skip the type lookup each new connection would make.
     fetch_types: false,
     // CREATE ... IF NOT EXISTS says NOTICE when it exists; the driver would print it.
@@ -93,7 +94,7 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions)
   }
   const batchesInFlight = (opts.processes ?? 1) > 1 ? 1 : DEFAULT_BATCHES_IN_FLIGHT;
   opts.logger.log('info', 'store opened', {
-    store: shown, schemaVersion: schema.version, pool: poolSize, queryTimeoutMs, ...timeouts, prepare, createBatchesInFlight: batchesInFlight,
+    store: shown, schemaVersion: schema.version, pool: poolSize, queryTimeoutMs, ...timeouts, prepare, sslmode, createBatchesInFlight: batchesInFlight,
   });
   const store = new PostgresStore(pool, {
     clock: opts.clock ?? systemClock,
