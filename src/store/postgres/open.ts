@@ -47,6 +47,10 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions)
     connect_timeout: connectTimeoutS,
     // Unnamed statements unless asked (settings.ts): nothing outlives a transaction.
     prepare,
+    // A new connection after failed ones waits at most 100 ms (postgres.js's own backoff grows
+    // to 20 s: an engine back for seconds would still be refused meanwhile). Requests do not
+    // queue behind it: while the engine is away petstore answers them 503 at once.
+    backoff: reconnectDelayS,
     ssl,
     // No array columns: skip the type lookup each new connection would make.
     fetch_types: false,
@@ -106,6 +110,11 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions)
   // Keys that expired while no process created any (one bounded statement; it never fails the start).
   await store.sweepExpiredKeys();
   return store;
+}
+
+/** Seconds before the `retries`th connection attempt in a row (postgres.js's backoff option). */
+function reconnectDelayS(retries: number): number {
+  return Math.min(0.1, 0.005 * 2 ** retries);
 }
 
 /** The timeouts as the server reports them, in ms (0: none); see the `store opened` line. */

@@ -56,6 +56,13 @@ function answers(err: unknown): boolean {
   return typeof code === 'string' && !CONNECTION_CODES.has(code) && !UNAVAILABLE_STATE.test(code) && refusal(err) === undefined;
 }
 
+/**
+ * While the engine is away, how often petstore asks whether it answers again (a `SELECT 1`
+ * on the pool, which reconnects), requests or not: it is back for every request, and for the
+ * readiness check, within about this long of answering.
+ */
+export const RECOVERY_PROBE_MS = 200;
+
 /** A timer that fires this much later than asked was held up by our own event loop. */
 const LAG_TOLERANCE_MS = 50;
 
@@ -110,6 +117,7 @@ export class Pool {
   readonly #queue: Waiting[] = [];
   #queueHead = 0;
   #probing: Promise<boolean> | undefined;
+  #recovering: NodeJS.Timeout | undefined;
   /** Statements cancelled by the server's timeout, and backstop firings excused by our own lag. */
   readonly stats = { cancelled: 0, cancelRequests: 0, lagExcused: 0, probesAnswered: 0, replaced: 0 };
   readonly #prepared: { readonly prepare: boolean };
@@ -169,6 +177,7 @@ export class Pool {
   async close(timeoutS = 5): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearTimeout(this.#recovering);
     for (let w = this.#queue[this.#queueHead]; w !== undefined; w = this.#queue[++this.#queueHead]) {
       w.reject(new StoreUnavailableError('the store is closed'));
     }
@@ -346,6 +355,7 @@ export class Pool {
       } else {
         this.#opts.logger.log('error', "PostgreSQL refuses petstore's connections; requests get 503 until it accepts them", { store: this.#opts.shown, err: message, change });
       }
+      this.#recover();
     }
     return new StoreUnreachableError(change === undefined ? message : `${message}; ${change}`, cause === undefined ? undefined : { cause });
   }
@@ -353,6 +363,35 @@ export class Pool {
   /** Whether the store is answered now: false from the first unreachable (or refused) answer to the next answer. */
   get reachable(): boolean {
     return this.#down === false;
+  }
+
+  /**
+   * Asks the pool `SELECT 1` every RECOVERY_PROBE_MS while the engine is away, one at a time,
+   * each bounded by the query timeout; the first answer ends the outage (#answered).
+   */
+  #recover(): void {
+    if (this.#recovering !== undefined || this.#closed) return;
+    const tick = (): void => {
+      if (this.#down === false || this.#closed) {
+        this.#recovering = undefined;
+        return;
+      }
+      const sql = this.#sql;
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((r) => { timer = setTimeout(r, this.#opts.queryTimeoutMs); });
+      const asked = sql.unsafe('SELECT 1', [], this.#prepared).then(
+        () => { if (sql === this.#sql) this.#answered(); },
+        (err: unknown) => { if (answers(err) && sql === this.#sql) this.#answered(); },
+      );
+      void Promise.race([asked, bound]).then(() => {
+        clearTimeout(timer);
+        if (this.#closed) return;
+        this.#recovering = setTimeout(tick, RECOVERY_PROBE_MS);
+        this.#recovering.unref();
+      });
+    };
+    this.#recovering = setTimeout(tick, RECOVERY_PROBE_MS);
+    this.#recovering.unref();
   }
 
   #up(): void {

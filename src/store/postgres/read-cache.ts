@@ -190,6 +190,10 @@ export class ReadCachedStore implements PetStore {
     }
   }
 
+  get reachable(): boolean {
+    return this.#inner.reachable !== false;
+  }
+
   close(): Promise<void> {
     this.#clear();
     return this.#inner.close();
