@@ -11,11 +11,12 @@ import { authenticateOn } from '../../src/http/auth.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { silentLogger } from '../../src/core/log.js';
 import { keyDigest, parseConfig, type Config } from '../../src/config/index.js';
-import { ROUTES, openApiRoute, type RouteSpec, type AdminControl, Faults } from '../../src/api/index.js';
+import { Faults, type AdminControl } from '../../src/admin/index.js';
+import { ROUTES, openApiRoute, type RouteSpec } from '../../src/api/index.js';
 import { openMemoryStore, type LocalPetStore } from '../../src/store/index.js';
 import { MemoryLimiter } from '../../src/limits/index.js';
 import { startPetstore } from '../../src/server/start.js';
-import { KEYS, testConfig } from '../helpers.js';
+import { KEYS, testConfig } from '../support/bundle.js';
 
 const ADMIN_KEY = 'admin-key-0123456789abcdef0123';
 

@@ -53,8 +53,8 @@ if (!values['no-build']) {
   if (built.status !== 0) process.exit(built.status ?? 1);
 }
 const load = (path) => import(pathToFileURL(join(ROOT, 'build', 'test', path)).href);
-const helpers = await load('helpers.js');
-const lib = await load('reliability/lib.js');
+const helpers = await load('support/bundle.js');
+const lib = await load('support/wire.js');
 const { runCrashLoop } = await load('reliability/crash.js');
 const { fuzzBundle } = await load('reliability/fuzz.js');
 const abuse = await load('reliability/abuse.js');
@@ -183,7 +183,7 @@ if (only.includes('abuse')) {
 
 // ---------------------------------------------------------------- slow clients
 if (only.includes('slow')) {
-  const CHECK_INTERVAL = 'src/server/start.ts does not set connectionsCheckingInterval: node checks the headers/request timeouts only every 30 s';
+  const CHECK_INTERVAL = 'src/server/node-server.ts does not set connectionsCheckingInterval: node checks the headers/request timeouts only every 30 s';
   const cutTimes = async (crowd, waitMs) => {
     const closes = await Promise.all(crowd.held.map((h) => Promise.race([h.closed, lib.sleep(waitMs).then(() => undefined)])));
     const done = closes.filter(Boolean);
