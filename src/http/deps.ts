@@ -34,7 +34,8 @@ export interface AppDeps {
   readonly admin?: AdminControl;
   /**
    * Why this process should get no traffic now (GET /readyz answers 503 with it), or
-   * undefined when it is ready. Default: ready unless the store is unreachable.
+   * undefined when it is ready (for instance: stopping). Besides it, /readyz is red while the
+   * store is unreachable.
    */
   readonly readiness?: () => string | undefined;
   /** This process's request journal: /v1 requests are recorded only with it and an admin key set. */

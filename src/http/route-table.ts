@@ -88,7 +88,7 @@ export function tableRoutes(deps: AppDeps, config: Config): Array<{ method: stri
   }
   out.push({ method: 'GET', path: '/healthz', route: meta('healthz', false, () => HEALTHY) });
   // Readiness for balancers: /healthz says the process lives, /readyz whether to send it traffic.
-  const readiness = deps.readiness ?? ((): string | undefined => (deps.store.reachable === false ? STORE_AWAY : undefined));
+  const readiness = (): string | undefined => deps.readiness?.() ?? (deps.store.reachable === false ? STORE_AWAY : undefined);
   out.push({ method: 'GET', path: '/readyz', route: meta('readyz', false, () => readyReply(readiness())) });
   if (deps.metrics !== undefined) {
     const scrape = deps.scrape ?? defaultScrape(deps);

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { KEYS, followPages, runBundle, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { KEYS, followPages, runBundle, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { pgbouncerMissing, startPgBouncer } from '../support/pgbouncer.js';
 import { startPostgres } from '../support/postgres.js';

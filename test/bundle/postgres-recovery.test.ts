@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { BUNDLE, KEYS, sleep, tempDir, testConfig, until, writeConfig } from '../helpers.js';
+import { BUNDLE, KEYS, sleep, tempDir, testConfig, until, writeConfig } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { pgbouncerMissing, startPgBouncer } from '../support/pgbouncer.js';
 import { startPostgres } from '../support/postgres.js';
