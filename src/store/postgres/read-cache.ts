@@ -187,6 +187,10 @@ export class ReadCachedStore implements PetStore {
     }
   }
 
+  get reachable(): boolean {
+    return this.#inner.reachable !== false;
+  }
+
   close(): Promise<void> {
     this.#clear();
     return this.#inner.close();
