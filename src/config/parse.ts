@@ -89,6 +89,11 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   const limitsProblem = limits === undefined || limitsEncoding !== undefined ? undefined : limitsUrlProblem(limits);
   if (limitsEncoding !== undefined) r.problem(limitsEncoding);
   else if (limitsProblem !== undefined) r.problem(`limits ${limitsProblem}`);
+  let limitsOutage: Config['limitsOutage'] = 'open';
+  if (raw.limitsOutage !== undefined && raw.limitsOutage !== null) {
+    if (raw.limitsOutage === 'open' || raw.limitsOutage === 'strict') limitsOutage = raw.limitsOutage;
+    else r.problem('limitsOutage must be "open" or "strict"');
+  }
   const workers = readWorkers(r, raw.workers);
   let limitsFile: string | undefined;
   if (raw.limitsFile !== undefined && raw.limitsFile !== null) {
@@ -131,7 +136,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     ...connections, metrics, admin,
     maxQueuedWrites: maxQueuedWrites ?? DEFAULT_MAX_QUEUED_WRITES,
     idempotencyRetentionHours,
-    limits, workers, limitsFile,
+    limits, limitsOutage, workers, limitsFile,
   });
 }
 
