@@ -3,13 +3,13 @@
 // main() returns an exit code; nothing in here calls process.exit.
 import cluster from 'node:cluster';
 import { batchingSink, jsonLogger, safeStderr, safeStdoutBytes, stdoutLine } from '../core/index.js';
+import { isClusterWorker, runPrimary, runWorker } from '../cluster/index.js';
 import { startWithConfig, type PetstoreHandle } from '../server/index.js';
 import { USAGE, UsageError, inMemoryWarning, invokedAs, parse, resolveOptions, type Io, type Resolved } from './args.js';
-import { runPrimary } from './cluster.js';
+import { clusterCli } from './cluster-cli.js';
 import { runKeys } from './keys.js';
 import { readSeedFile } from './seed.js';
 import { describeStartError, startOptions } from './start-options.js';
-import { isClusterWorker, runWorker } from './worker.js';
 import { onSignals } from './signals.js';
 import { startLine } from './places.js';
 import { settleThenExit } from './stdio-exit.js';
@@ -38,9 +38,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     io.err(`petstore: ${describeStartError(err)}`);
     return err instanceof UsageError ? 2 : 1;
   }
-  // --workers N: this process supervises N workers (cluster.ts), each of which comes back here.
-  if (isClusterWorker(env)) return runWorker(resolved, env, io);
-  if (resolved.workers > 1 && cluster.isPrimary) return runPrimary(argv, resolved, io);
+  // --workers N: this process supervises N workers (src/cluster/), each of which comes back here.
+  if (isClusterWorker(env)) return runWorker(resolved, env, clusterCli(resolved, io));
+  if (resolved.workers > 1 && cluster.isPrimary) return runPrimary(argv, resolved, clusterCli(resolved, io));
 
   let handle: PetstoreHandle;
   const out = batchingSink(safeStdoutBytes());

@@ -1,6 +1,7 @@
 // What the HTTP app is given: its collaborators, passed in so that tests and embedders can
 // swap them. Apart from exchange.ts, so the route table can name them without a circle.
-import type { AdminControl, RequestJournal, RouteSpec } from '../api/index.js';
+import type { AdminControl, RequestJournal } from '../admin/index.js';
+import type { RouteSpec } from '../api/index.js';
 import type { Config } from '../config/index.js';
 import type { Clock, Logger } from '../core/index.js';
 import type { Limiter } from '../limits/index.js';

@@ -2,7 +2,8 @@
 // (Instance), and one request's state through the phases (Exchange). The app's collaborators
 // (AppDeps) are in deps.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ConnectionFault, Faults, HandlerContext } from '../api/index.js';
+import type { ConnectionFault, Faults } from '../admin/index.js';
+import type { HandlerContext } from '../api/index.js';
 import type { Config } from '../config/index.js';
 import type { ApiError } from '../core/index.js';
 import type { LimitResult } from '../limits/index.js';

@@ -30,8 +30,10 @@
 //                                                             404/405 of a path in no route
 //
 // Requests node:http cannot parse, and CONNECT, are answered in client-errors.ts (400/408/431/405).
-import type { AdminContext, AdminRoute, FaultHit, HandlerContext, Query, Reply, RouteSpec } from '../api/index.js';
-import { ADMIN_MAX_BODY_BYTES, Faults, PageCache, PetCache, faultError, idempotencyKeyOf } from '../api/index.js';
+import type { AdminContext, AdminRoute, FaultHit } from '../admin/index.js';
+import { ADMIN_MAX_BODY_BYTES, Faults, faultError } from '../admin/index.js';
+import type { HandlerContext, Query, Reply, RouteSpec } from '../api/index.js';
+import { PageCache, PetCache, idempotencyKeyOf } from '../api/index.js';
 import type { Config } from '../config/index.js';
 import { ApiError, clip } from '../core/index.js';
 import type { LimitResult } from '../limits/index.js';

@@ -3,7 +3,8 @@
 // every /__admin operation (only while the config names an admin key), plus what a path
 // that is not in the table, or a method that is not on its path, is answered with. Built at
 // start and again for every config a reload brings; lifecycle.ts gives each route its phases.
-import { ADMIN_ROUTES, type AdminRoute, type Reply, type RouteSpec } from '../api/index.js';
+import { ADMIN_ROUTES, type AdminRoute } from '../admin/index.js';
+import type { Reply, RouteSpec } from '../api/index.js';
 import type { Config } from '../config/index.js';
 import { ApiError, clip } from '../core/index.js';
 import { EXPOSITION_CONTENT_TYPE, mergeSnapshots, render } from '../metrics/index.js';

@@ -1,5 +1,6 @@
 // The one exit: every response of the service is written here.
-import { JOURNAL_MAX_BODY_BYTES, type ConnectionFault, type Reply } from '../api/index.js';
+import { JOURNAL_MAX_BODY_BYTES, type ConnectionFault } from '../admin/index.js';
+import type { Reply } from '../api/index.js';
 import { pushLimitHeaders } from '../limits/index.js';
 import { boundUnreadBody, lingerAfterAnswer } from './drain.js';
 import { loggedAddress } from './client-address.js';

@@ -1,5 +1,5 @@
 // What an embedder gives startPetstore and gets back: the library's options and handle.
-import type { JournalEntry } from '../api/index.js';
+import type { JournalEntry } from '../admin/index.js';
 import type { PetstoreConfig } from '../config/index.js';
 import type { Clock, LogLevel, Logger, NewPet, Pet } from '../core/index.js';
 
@@ -99,6 +99,12 @@ export interface JournalPage {
   /** Entries evicted since the journal was last cleared. */
   dropped: number;
 }
+
+/**
+ * A worker's line to the other workers of `--workers N`, which the cluster passes to
+ * startWithConfig: the server answers metrics over it and hands it to the admin harness.
+ */
+export type { Peers } from '../admin/index.js';
 
 export { StartError } from '../core/index.js';
 export type { StartErrorKind } from '../core/index.js';

@@ -1,6 +1,6 @@
 // The reference tables of docs/ that the code also holds, generated from the code's own
 // tables: config fields (src/config/fields.ts), command-line options and environment
-// variables (src/cli/flags.ts), routes (src/api/routes.ts, admin-routes.ts), the phases of
+// variables (src/cli/flags.ts), routes (src/api/routes.ts, src/admin/admin-routes.ts), the phases of
 // each route (phaseTable of src/http/lifecycle.ts), error codes (src/core/errors.ts) and
 // metrics families (a snapshot of src/metrics' registry). A page holds each between markers:
 //
@@ -13,7 +13,8 @@
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ADMIN_ROUTES, ROUTES, openApiRoute } from '../../src/api/index.js';
+import { ADMIN_ROUTES, Faults } from '../../src/admin/index.js';
+import { ROUTES, openApiRoute } from '../../src/api/index.js';
 import { CLI_OPTIONS } from '../../src/cli/flags.js';
 import { CONFIG_FIELDS, type ConfigField } from '../../src/config/fields.js';
 import { ManualClock } from '../../src/core/clock.js';
@@ -21,7 +22,6 @@ import { ERROR_CODES } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/core/log.js';
 import type { AppDeps } from '../../src/http/exchange.js';
 import { phaseTable } from '../../src/http/lifecycle.js';
-import { Faults } from '../../src/api/index.js';
 import { parseConfig, type Config } from '../../src/config/index.js';
 import { MemoryLimiter } from '../../src/limits/index.js';
 import { openMemoryStore } from '../../src/store/index.js';

@@ -183,7 +183,7 @@ if (only.includes('abuse')) {
 
 // ---------------------------------------------------------------- slow clients
 if (only.includes('slow')) {
-  const CHECK_INTERVAL = 'src/server/start.ts does not set connectionsCheckingInterval: node checks the headers/request timeouts only every 30 s';
+  const CHECK_INTERVAL = 'src/server/node-server.ts does not set connectionsCheckingInterval: node checks the headers/request timeouts only every 30 s';
   const cutTimes = async (crowd, waitMs) => {
     const closes = await Promise.all(crowd.held.map((h) => Promise.race([h.closed, lib.sleep(waitMs).then(() => undefined)])));
     const done = closes.filter(Boolean);

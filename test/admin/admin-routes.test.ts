@@ -2,7 +2,8 @@
 // for what its control says (no HTTP: the handlers get plain data and return a Reply or an error).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_ROUTES, Faults, parseClockAdvance, type AdminContext, type AdminControl, type Reply } from '../../src/api/index.js';
+import { ADMIN_ROUTES, Faults, parseClockAdvance, type AdminContext, type AdminControl } from '../../src/admin/index.js';
+import type { Reply } from '../../src/api/index.js';
 import { ApiError, ManualClock, MAX_CLOCK_ADVANCE_MS } from '../../src/core/index.js';
 
 test('the clock body: exactly {"advanceMs": N}, N an integer from 0 to ten years', () => {

@@ -67,7 +67,7 @@ export const JOURNAL_MAX_BODY_BYTES = 64 * 1024;
 export const JOURNAL_MAX_BYTES = 64 * 1024 * 1024;
 /**
  * The estimated cost of an entry besides its strings: the record object (11 fields) and its
- * slot in the ring. Measured (test/api/journal.test.ts, node --expose-gc) with 100,000 entries
+ * slot in the ring. Measured (test/admin/journal.test.ts, node --expose-gc) with 100,000 entries
  * of short strings, half with a small body: about 200 bytes each, strings included, where this
  * estimate says 260: the estimate errs on the safe side.
  */

@@ -1,7 +1,7 @@
 // The waits of delayMs faults: they end after their time, or all at once when the service stops.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Faults } from '../../src/api/index.js';
+import { Faults } from '../../src/admin/index.js';
 
 test('wait resolves after its time; stop() ends every wait under way, and later waits do not wait', async () => {
   const faults = new Faults();
@@ -21,7 +21,7 @@ test('wait resolves after its time; stop() ends every wait under way, and later 
 });
 
 import { ApiError } from '../../src/core/index.js';
-import { parseFault, seededRandom, type Fault, type FaultHit, type FaultSpec } from '../../src/api/faults.js';
+import { parseFault, seededRandom, type Fault, type FaultHit, type FaultSpec } from '../../src/admin/index.js';
 
 const OPS = ['listPets', 'createPet', 'getPet'];
 

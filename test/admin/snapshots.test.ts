@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { ApiError, ManualClock, silentLogger, type NewPet } from '../../src/core/index.js';
-import { Faults, MAX_SNAPSHOTS, Snapshots, parseFault, type FaultSpec } from '../../src/api/index.js';
+import { Faults, MAX_SNAPSHOTS, Snapshots, parseFault, type FaultSpec } from '../../src/admin/index.js';
 import { MemoryLimiter } from '../../src/limits/index.js';
 import { newPetFingerprint, openFileStore, openMemoryStore, type LocalPetStore, type SnapshotStore } from '../../src/store/index.js';
 import { allPets, tempDir } from '../support/bundle.js';

@@ -3,11 +3,11 @@
 // of the /v1 API: not in its route table, nor in its OpenAPI document.
 import { ApiError, MAX_CLOCK_ADVANCE_MS, type NewPet } from '../core/index.js';
 import type { SeedPet, StoredPet } from '../store/index.js';
-import type { Reply } from './contract.js';
-import { Faults, parseFault } from './faults.js';
+import { parseNewPet, type Reply } from '../api/index.js';
+import { parseFault } from './fault-spec.js';
+import type { Faults } from './faults.js';
 import { journalPageJson, parseJournalFilter, queryObject, type JournalFilter, type JournalRecord } from './journal.js';
 import type { SnapshotInfo } from './snapshots.js';
-import { parseNewPet } from './schemas.js';
 
 /** What the admin operations act on: the service instance (store, limiters, faults). */
 export interface AdminControl {

@@ -6,12 +6,10 @@
 // primary, which stops every worker.
 import cluster from 'node:cluster';
 import { batchingSink, jsonLogger, safeStderr, safeStdoutBytes, wholeLines } from '../core/index.js';
-import { WorkerPeers, isPrimaryMessage, startWithConfig, type PetstoreHandle, type WorkerMessage } from '../server/index.js';
-import type { Io, Resolved } from './args.js';
-import { readSeedFile } from './seed.js';
-import { describeStartError, startOptions } from './start-options.js';
-import { onSignals } from './signals.js';
-import { settleThenExit } from './stdio-exit.js';
+import { startWithConfig, type PetstoreHandle } from '../server/index.js';
+import type { ClusterOptions, CommandLine } from './contract.js';
+import { WorkerPeers } from './peers.js';
+import { isPrimaryMessage, type WorkerMessage } from './protocol.js';
 
 /** Set by the primary in its workers' environment (with the two below). */
 export const WORKER_ENV = 'PETSTORE_CLUSTER_WORKER';
@@ -28,7 +26,8 @@ export function isClusterWorker(env: NodeJS.ProcessEnv): boolean {
   return cluster.isWorker && env[WORKER_ENV] === '1';
 }
 
-export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: Io): Promise<number> {
+export async function runWorker(resolved: ClusterOptions, env: NodeJS.ProcessEnv, cli: CommandLine): Promise<number> {
+  const { io, describeStartError, onSignals, settleThenExit } = cli;
   const id = env[SLOT_ENV] ?? String(cluster.worker?.id ?? 0);
   const say = (line: string): void => io.err(`petstore: worker ${id}: ${line}`);
   const out = batchingSink(wholeLines(safeStdoutBytes()));
@@ -113,10 +112,10 @@ export async function runWorker(resolved: Resolved, env: NodeJS.ProcessEnv, io: 
   };
 
   try {
-    const seed = env[SEED_ENV] === '1' && resolved.seedFile !== undefined ? await readSeedFile(resolved.seedFile) : undefined;
+    const seed = env[SEED_ENV] === '1' && resolved.seedFile !== undefined ? await cli.readSeedFile(resolved.seedFile) : undefined;
     const port = env[PORT_ENV] === undefined ? resolved.port : Number(env[PORT_ENV]);
     // Every worker shares the store with the others: the command line's count, not the config's.
-    handle = await startWithConfig({ ...startOptions(resolved, env, logger, seed), port, processes: resolved.workers }, resolved.config, peers, catchUp);
+    handle = await startWithConfig({ ...cli.startOptions(env, logger, seed), port, processes: resolved.workers }, resolved.config, peers, catchUp);
   } catch (err) {
     out.drainTo(safeStderr());
     say(describeStartError(err));

@@ -1,17 +1,14 @@
 // The primary of --workers N (node:cluster): it serves no requests. It forks the workers (the
 // first alone, so that a --seed is added once and a --port 0 is learned), prints the one
 // ready line once all listen, restarts a worker that dies (with a backoff, logged), relays
-// the workers' questions to each other (metrics, faults: cluster-protocol.ts), forwards SIGHUP
+// the workers' questions to each other (metrics, faults: protocol.ts), forwards SIGHUP
 // as a reload to every worker (a starting one too, which applies it before it serves), and on SIGTERM or SIGINT stops them all gracefully: exit 0
 // when every one stopped cleanly.
 import cluster, { type Worker } from 'node:cluster';
 import { batchingSink, jsonLogger, safeStdoutBytes } from '../core/index.js';
-import { ASK_TIMEOUT_MS, isWorkerMessage, type PrimaryMessage, type WorkerMessage } from '../server/index.js';
-import type { Io, Resolved } from './args.js';
+import type { ClusterOptions, CommandLine } from './contract.js';
+import { ASK_TIMEOUT_MS, isWorkerMessage, type PrimaryMessage, type WorkerMessage } from './protocol.js';
 import { GENERATION_ENV, PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
-import { onSignals } from './signals.js';
-import { startLine } from './places.js';
-import { settleThenExit } from './stdio-exit.js';
 
 /** A worker that lived this long before dying is restarted after the shortest delay again. */
 const HEALTHY_AFTER_MS = 10_000;
@@ -61,7 +58,8 @@ function deliver(worker: Worker | undefined, message: PrimaryMessage): void {
   worker.send(message, () => undefined);
 }
 
-export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io): Promise<number> {
+export function runPrimary(argv: readonly string[], resolved: ClusterOptions, cli: CommandLine): Promise<number> {
+  const { io, onSignals, settleThenExit } = cli;
   const out = batchingSink(safeStdoutBytes());
   const logger = jsonLogger(resolved.logLevel, out.sink);
   const slots: Slot[] = Array.from({ length: resolved.workers }, (_, i) => ({
@@ -311,7 +309,7 @@ export function runPrimary(argv: readonly string[], resolved: Resolved, io: Io):
       return finished;
     }
     phase = 'serving';
-    io.err(startLine(resolved));
+    io.err(cli.startLine());
     io.out(`petstore listening on ${serviceUrl as string}`);
     out.release();
     for (const s of slots) if (s.ready) deliver(s.worker, { petstore: 'release' });

@@ -4,8 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { WorkerPeers, type Channel } from '../../src/server/peers.js';
-import type { WorkerMessage } from '../../src/server/cluster-protocol.js';
+import { WorkerPeers, type Channel, type WorkerMessage } from '../../src/cluster/index.js';
 
 /** A channel with a backlog: every send is queued (and reported false, as node does). */
 function backloggedChannel(): Channel & { sent: WorkerMessage[]; deliver(m: unknown): void } {

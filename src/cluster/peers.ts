@@ -1,33 +1,10 @@
 // A worker's line to the other workers of `--workers N`, through the primary (node:cluster
-// IPC; see cluster-protocol.ts): ask them all and gather their answers (a scrape of the whole
+// IPC; see protocol.ts): ask them all and gather their answers (a scrape of the whole
 // service), tell them something (a fault armed or used), or claim one unit of a count that
 // the primary keeps for all of them (a request caught by a count fault). Alone, or once the primary is
 // gone, an ask is answered at once with no answers: a worker never waits on a missing peer.
-import { ASK_TIMEOUT_MS, isPrimaryMessage, type PrimaryMessage, type WorkerMessage } from './cluster-protocol.js';
-
-export interface Peers {
-  /** Asks every other worker; resolves with the answers that came (possibly none). */
-  ask(what: string, payload?: unknown): Promise<unknown[]>;
-  /**
-   * Every worker's answer to `what`, this one's included, from a gather no older than
-   * maxAgeMs (shared by every worker); alone, or the primary gone: no answers.
-   */
-  gather(what: string, maxAgeMs: number): Promise<unknown[]>;
-  /** Tells every other worker; no answer. */
-  tell(what: string, payload?: unknown): void;
-  /**
-   * Takes one of the `max` units of `name`, counted by the primary for every worker: true for
-   * the first `max` claims of a name, false after. Alone, or the primary gone: true (the
-   * worker's own count decides).
-   */
-  claim(name: string, max: number): Promise<boolean>;
-  /** How this worker answers the others' asks of `what`. */
-  answer(what: string, fn: (payload: unknown) => unknown): void;
-  /** What this worker does when told `what`. */
-  onTold(what: string, fn: (payload: unknown) => void): void;
-  /** Stops listening (the server is closing). */
-  close(): void;
-}
+import type { Peers } from '../server/index.js';
+import { ASK_TIMEOUT_MS, isPrimaryMessage, type PrimaryMessage, type WorkerMessage } from './protocol.js';
 
 /** The IPC channel of a forked process: `process` in a worker. */
 export interface Channel {

@@ -8,8 +8,9 @@
 // count it too (fired and remaining). The grant costs a request a fault would catch one
 // message to the primary and back; requests no fault is armed for pay nothing.
 import { randomUUID } from 'node:crypto';
-import { Faults, type ArmedFault, type Fault, type FaultSpec } from '../api/index.js';
-import type { Peers } from './peers.js';
+import type { Peers } from './contract.js';
+import type { FaultSpec } from './fault-spec.js';
+import { Faults, type ArmedFault, type Fault } from './faults.js';
 
 /**
  * When a set or clear was made: a Lamport clock (one more than the highest seen) and, to order

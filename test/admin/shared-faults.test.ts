@@ -2,9 +2,7 @@
 // worker lists of a count fault once requests were caught by several of them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SharedFaults } from '../../src/server/shared-faults.js';
-import type { Peers } from '../../src/server/peers.js';
-import { parseFault, type FaultSpec } from '../../src/api/index.js';
+import { SharedFaults, parseFault, type FaultSpec, type Peers } from '../../src/admin/index.js';
 import { ApiError } from '../../src/core/index.js';
 
 /** Workers joined as the primary joins them: asks and tells reach the others, claims one counter. */

@@ -5,7 +5,7 @@ import { ApiError } from '../../src/core/index.js';
 import {
   ENTRY_OVERHEAD_BYTES, RequestJournal, countSlices, entryBytes, journalEntry, journalPageJson, mergeSlices, parseJournalFilter, queryObject,
   type JournalFilter, type JournalRecord,
-} from '../../src/api/journal.js';
+} from '../../src/admin/journal.js';
 
 let n = 0;
 function rec(over: Partial<JournalRecord> = {}): JournalRecord {
