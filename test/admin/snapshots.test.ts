@@ -7,7 +7,7 @@ import { ApiError, ManualClock, silentLogger, type NewPet } from '../../src/core
 import { Faults, MAX_SNAPSHOTS, Snapshots, parseFault, type FaultSpec } from '../../src/admin/index.js';
 import { MemoryLimiter } from '../../src/limits/index.js';
 import { newPetFingerprint, openFileStore, openMemoryStore, type LocalPetStore, type SnapshotStore } from '../../src/store/index.js';
-import { allPets, tempDir } from '../helpers.js';
+import { allPets, tempDir } from '../support/bundle.js';
 
 const BAN = { after: 2, seconds: 300 };
 const LIMITS = { perMinute: 3, perDay: 100 };

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { get } from 'node:http';
 import { ERROR_CODES } from '../../src/core/errors.js';
 import { ROUTES } from '../../src/api/routes.js';
-import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../helpers.js';
+import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../support/bundle.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Obj = { [key: string]: Json };

@@ -5,9 +5,9 @@
 // with a valid key. Reproduce with ABUSE_SEED=<seed>.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KEYS, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import { KEYS, startBundle, tempDir, testConfig, writeConfig, type Running } from '../support/bundle.js';
 import { addressFlood, floodAddress, keyGuessing, keyTiming, probeAddress } from '../reliability/abuse.js';
-import { makeRng, portOf, seedFrom } from '../reliability/lib.js';
+import { makeRng, portOf, seedFrom } from '../support/wire.js';
 import { liveHeap, liveHeapEnv, liveMiB } from '../support/live-heap.js';
 
 const running: Running[] = [];

@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { KEYS, call, post, startBundle, tempDir, testConfig, until, writeConfig, type Res, type Running } from '../helpers.js';
+import { KEYS, call, post, startBundle, tempDir, testConfig, until, writeConfig, type Res, type Running } from '../support/bundle.js';
 
 const ADMIN_KEY = 'admin-key-for-tests-0123';
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
@@ -163,7 +163,7 @@ describe('who may call them', () => {
 
   test('an admin key in clear shorter than 16 characters is refused at start, the key not echoed', async () => {
     const dir = tempDir();
-    const { runBundle } = await import('../helpers.js');
+    const { runBundle } = await import('../support/bundle.js');
     const r = await runBundle(['--memory', '--port', '0', '--config', writeConfig(dir, testConfig({ admin: { key: 'adm-secret' } }))], { cwd: dir });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /admin\.key must be at least 16 characters long/);
@@ -172,7 +172,7 @@ describe('who may call them', () => {
 
   test('the admin key must differ from every API key: refused at start, the key not echoed', async () => {
     const dir = tempDir();
-    const { runBundle } = await import('../helpers.js');
+    const { runBundle } = await import('../support/bundle.js');
     const r = await runBundle(['--memory', '--port', '0', '--config', writeConfig(dir, testConfig({ admin: { key: KEYS.pro } }))], { cwd: dir });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /admin is the same key as the API key named "pro-test"/);

@@ -2,7 +2,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { KEYS, call, followPages, nextUrl, post, startBundle, tempDir, writeConfig, type Res, type Running } from '../helpers.js';
+import { KEYS, call, followPages, nextUrl, post, startBundle, tempDir, writeConfig, type Res, type Running } from '../support/bundle.js';
 
 let srv: Running;
 const key = KEYS.enterprise;

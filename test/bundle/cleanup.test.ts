@@ -12,7 +12,7 @@ import { join } from 'node:path';
 const SCRIPT = `
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runBundle, startBundle, tempDir, writeConfig } from ${JSON.stringify(new URL('../helpers.js', import.meta.url).href)};
+import { runBundle, startBundle, tempDir, writeConfig } from ${JSON.stringify(new URL('../support/bundle.js', import.meta.url).href)};
 const dir = tempDir();
 writeFileSync(join(dir, 'leftover.txt'), 'x');
 const srv = await startBundle(['--config', writeConfig(dir), '--data', join(dir, 'data', 'pets.json')]);

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { KEYS, call, followPages, post, runBundle, startBundle, tempDir, testConfig, until, writeConfig } from '../helpers.js';
+import { KEYS, call, followPages, post, runBundle, startBundle, tempDir, testConfig, until, writeConfig } from '../support/bundle.js';
 
 test('--help prints usage and exits 0', async () => {
   const r = await runBundle(['--help']);
@@ -241,7 +241,7 @@ test('SIGTERM sent the moment the ready line is read stops the service cleanly (
   const dir = tempDir();
   const config = writeConfig(dir);
   const { spawn } = await import('node:child_process');
-  const { BUNDLE } = await import('../helpers.js');
+  const { BUNDLE } = await import('../support/bundle.js');
   for (let i = 0; i < 12; i++) {
     const exit = await new Promise<{ code: number | null; signal: string | null }>((resolve) => {
       const proc = spawn(process.execPath, [BUNDLE, '--port', '0', '--config', config, '--memory'], { cwd: dir, stdio: ['ignore', 'pipe', 'ignore'] });

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BUNDLE, UNTIL_MS, tempDir, testConfig } from '../helpers.js';
-import { mapLimit } from '../reliability/lib.js';
+import { BUNDLE, UNTIL_MS, tempDir, testConfig } from '../support/bundle.js';
+import { mapLimit } from '../support/wire.js';
 
 type Config = Record<string, unknown>;
 

@@ -4,8 +4,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { KEYS, call, post, startBundle, tempDir, writeConfig, type Running } from '../helpers.js';
-import { ResponseParser, errorBodyProblem, errorCode, exchange, header, portOf, type RawResponse } from '../reliability/lib.js';
+import { KEYS, call, post, startBundle, tempDir, writeConfig, type Running } from '../support/bundle.js';
+import { ResponseParser, errorBodyProblem, errorCode, exchange, header, portOf, type RawResponse } from '../support/wire.js';
 
 let srv: Running;
 let port: number;

@@ -4,8 +4,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
-import { ResponseParser, errorBodyProblem, errorCode, fdCount, header, isAlive, portOf, sleep, type RawResponse } from '../reliability/lib.js';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Running } from '../support/bundle.js';
+import { ResponseParser, errorBodyProblem, errorCode, fdCount, header, isAlive, portOf, sleep, type RawResponse } from '../support/wire.js';
 
 const key = KEYS.enterprise;
 const DRAIN_CAP = 8 * 1024 * 1024;

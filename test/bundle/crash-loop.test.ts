@@ -8,10 +8,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { KEYS, call, post, runBundle, startBundle, tempDir, writeConfig } from '../helpers.js';
+import { KEYS, call, post, runBundle, startBundle, tempDir, writeConfig } from '../support/bundle.js';
 import { runCrashLoop } from '../reliability/crash.js';
 import { Agent } from 'node:http';
-import { createPet, listAll, makeRng, seedFrom, sleep } from '../reliability/lib.js';
+import { createPet, listAll, makeRng, seedFrom, sleep } from '../support/wire.js';
 
 /** How long a stopping service lets in-flight requests finish (fixed in the bundle). */
 const GRACE_MS = 10_000;

@@ -9,15 +9,64 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { KEYS, startBundle, tempDir, writeConfig, type Running } from '../helpers.js';
+import { KEYS, startBundle, tempDir, writeConfig, type Running } from '../support/bundle.js';
 import { Ext4Disk, Ledger, Tmpfs, ext4Unsupported, tmpfsUnsupported } from '../reliability/disk.js';
 
 const key = KEYS.enterprise;
 const noTmpfs = tmpfsUnsupported();
 const noExt4 = ext4Unsupported();
 
-async function start(config: string, data: string, cwd: string): Promise<Running> {
-  return startBundle(['--config', config, '--data', data], { cwd });
+/** The service on a data file, with a ledger of the creates it acknowledged or refused. */
+interface OnDisk {
+  srv: Running;
+  readonly ledger: Ledger;
+  /** The directory that holds the data file. */
+  readonly dataDir: string;
+  /** Starts the service again on the same data file (after a stop). */
+  start(): Promise<void>;
+  /**
+   * SIGKILL, a start on the same data file, then every acknowledged pet is there exactly once
+   * and nothing refused is, and a clean stop exits 0.
+   */
+  killAndCheck(): Promise<void>;
+}
+
+/**
+ * Starts the service with its data under `root` (default: a temp directory), makes `warm` pets
+ * (each must be a 201), runs `body`, and kills the service and runs `cleanup` however it ends.
+ */
+async function onDisk(
+  prefix: string,
+  opts: { root?: string; warm?: number; cleanup?: () => void },
+  body: (d: OnDisk) => Promise<void>,
+): Promise<void> {
+  const cwd = tempDir();
+  const config = writeConfig(cwd);
+  const dataDir = join(opts.root ?? cwd, 'data');
+  const data = join(dataDir, 'pets.json');
+  let srv: Running | undefined;
+  try {
+    srv = await startBundle(['--config', config, '--data', data], { cwd });
+    const d: OnDisk = {
+      srv,
+      ledger: new Ledger(prefix),
+      dataDir,
+      async start() {
+        d.srv = srv = await startBundle(['--config', config, '--data', data], { cwd });
+      },
+      async killAndCheck() {
+        await kill(d.srv);
+        await d.start();
+        await d.ledger.checkExactly(d.srv.url, key);
+        assert.equal(await d.srv.stop(), 0);
+      },
+    };
+    for (let i = 0; i < (opts.warm ?? 20); i++) assert.equal((await d.ledger.create(d.srv.url, key)).status, 201);
+    await body(d);
+  } finally {
+    if (srv !== undefined) await kill(srv);
+    opts.cleanup?.();
+  }
 }
 
 async function kill(srv: Running): Promise<void> {
@@ -27,13 +76,7 @@ async function kill(srv: Running): Promise<void> {
 
 test('data directory full (1 MiB tmpfs): 503s, reads work, nothing lost, creates succeed again once space is freed', { skip: noTmpfs }, async (t) => {
   const fs = Tmpfs.mount('1m');
-  const cwd = tempDir();
-  const config = writeConfig(cwd);
-  const data = join(fs.dir, 'data', 'pets.json');
-  let srv = await start(config, data, cwd);
-  try {
-    const ledger = new Ledger('full');
-    for (let i = 0; i < 20; i++) assert.equal((await ledger.create(srv.url, key)).status, 201);
+  await onDisk('full', { root: fs.dir, cleanup: () => fs.unmount() }, async ({ ledger, srv, killAndCheck }) => {
     const filler = fs.fill();
     assert.equal(await ledger.untilRefused(srv.url, key, 500), 1, 'a create is refused once the disk is full');
     for (let i = 0; i < 10; i++) await ledger.create(srv.url, key); // 201 or a proper 503, nothing else
@@ -44,25 +87,14 @@ test('data directory full (1 MiB tmpfs): 503s, reads work, nothing lost, creates
     assert.ok(attempts > 0, 'creates succeed again once there is space');
     for (let i = 0; i < 10; i++) assert.equal((await ledger.create(srv.url, key)).status, 201);
     t.diagnostic(`${ledger.acked.size} acknowledged, ${refusedWhileFull} refused while full, accepted again after ${attempts} attempt(s)`);
-    await kill(srv);
-    srv = await start(config, data, cwd);
-    await ledger.checkExactly(srv.url, key);
-    assert.equal(await srv.stop(), 0);
-  } finally {
-    await kill(srv);
-    fs.unmount();
-  }
+    await killAndCheck();
+  });
 });
 
 test('SIGTERM while the disk is full: acknowledged pets are kept, the exit names the problem', { skip: noTmpfs }, async (t) => {
   const fs = Tmpfs.mount('1m');
-  const cwd = tempDir();
-  const config = writeConfig(cwd);
-  const data = join(fs.dir, 'data', 'pets.json');
-  let srv = await start(config, data, cwd);
-  try {
-    const ledger = new Ledger('term');
-    for (let i = 0; i < 20; i++) assert.equal((await ledger.create(srv.url, key)).status, 201);
+  await onDisk('term', { root: fs.dir, cleanup: () => fs.unmount() }, async (d) => {
+    const { ledger, srv } = d;
     const filler = fs.fill();
     assert.equal(await ledger.untilRefused(srv.url, key, 500), 1);
     const code = await srv.stop('SIGTERM');
@@ -70,24 +102,15 @@ test('SIGTERM while the disk is full: acknowledged pets are kept, the exit names
     assert.ok(code === 0 || code === 1, `exit code ${String(code)}`);
     assert.doesNotMatch(srv.stderr(), /\n\s+at /, 'no stack trace');
     fs.unfill(filler);
-    srv = await start(config, data, cwd);
-    await ledger.checkExactly(srv.url, key);
-    assert.equal(await srv.stop(), 0);
-  } finally {
-    await kill(srv);
-    fs.unmount();
-  }
+    await d.start();
+    await ledger.checkExactly(d.srv.url, key);
+    assert.equal(await d.srv.stop(), 0);
+  });
 });
 
 test('file system turns read-only under the service (ext4 error): 503s, reads work, nothing lost, recovery after repair', { skip: noExt4 }, async (t) => {
   const disk = Ext4Disk.create(16);
-  const cwd = tempDir();
-  const config = writeConfig(cwd);
-  const data = join(disk.dir, 'data', 'pets.json');
-  let srv = await start(config, data, cwd);
-  try {
-    const ledger = new Ledger('ro');
-    for (let i = 0; i < 20; i++) assert.equal((await ledger.create(srv.url, key)).status, 201);
+  await onDisk('ro', { root: disk.dir, cleanup: () => disk.destroy() }, async ({ ledger, srv, killAndCheck }) => {
     // As on a service that has run for a while: ext4 has committed what the service wrote
     // without fsync (its lock file); the test below fails the disk before that.
     disk.sync();
@@ -100,45 +123,22 @@ test('file system turns read-only under the service (ext4 error): 503s, reads wo
     assert.ok(attempts > 0, 'creates succeed again on the repaired disk');
     for (let i = 0; i < 10; i++) assert.equal((await ledger.create(srv.url, key)).status, 201);
     t.diagnostic(`${ledger.acked.size} acknowledged, ${ledger.refused.length} refused; accepted again after ${attempts} attempt(s)`);
-    await kill(srv);
-    srv = await start(config, data, cwd);
-    await ledger.checkExactly(srv.url, key);
-    assert.equal(await srv.stop(), 0);
-  } finally {
-    await kill(srv);
-    disk.destroy();
-  }
+    await killAndCheck();
+  });
 });
 
 test('file system turns read-only within seconds of the start (lock file not yet committed by ext4): recovery after repair', { skip: noExt4 }, async () => {
   const disk = Ext4Disk.create(16);
-  const cwd = tempDir();
-  const config = writeConfig(cwd);
-  const data = join(disk.dir, 'data', 'pets.json');
-  const srv = await start(config, data, cwd);
-  try {
-    const ledger = new Ledger('early');
-    for (let i = 0; i < 5; i++) assert.equal((await ledger.create(srv.url, key)).status, 201);
+  await onDisk('early', { root: disk.dir, warm: 5, cleanup: () => disk.destroy() }, async ({ ledger, srv }) => {
     disk.failReadOnly();
     assert.equal((await ledger.create(srv.url, key)).status, 503);
     disk.repair();
     assert.ok((await ledger.untilAccepted(srv.url, key, 20, 100)) > 0, 'creates succeed again on the repaired disk');
-  } finally {
-    await kill(srv);
-    disk.destroy();
-  }
+  });
 });
 
 test('data directory deleted under the service: 503s while it cannot be recreated, reads work, nothing lost, recovery', async (t) => {
-  const cwd = tempDir();
-  const config = writeConfig(cwd);
-  const dataDir = join(cwd, 'data');
-  const data = join(dataDir, 'pets.json');
-  let srv = await start(config, data, cwd);
-  try {
-    const ledger = new Ledger('gone');
-    for (let i = 0; i < 20; i++) assert.equal((await ledger.create(srv.url, key)).status, 201);
-
+  await onDisk('gone', {}, async ({ ledger, srv, dataDir, killAndCheck }) => {
     // Deleted: the write that finds its journal unlinked is refused; the store then
     // rewrites everything it holds into a new directory.
     rmSync(dataDir, { recursive: true, force: true });
@@ -156,31 +156,16 @@ test('data directory deleted under the service: 503s while it cannot be recreate
     assert.ok(attempts > 0, 'creates succeed again once the directory can be made');
     for (let i = 0; i < 10; i++) assert.equal((await ledger.create(srv.url, key)).status, 201);
     t.diagnostic(`${ledger.acked.size} acknowledged, ${ledger.refused.length} refused`);
-
-    await kill(srv);
-    srv = await start(config, data, cwd);
-    await ledger.checkExactly(srv.url, key);
-    assert.equal(await srv.stop(), 0);
-  } finally {
-    await kill(srv);
-  }
+    await killAndCheck();
+  });
 });
 
 test('data directory deleted, then a clean stop: the acknowledged pets are written back, exit 0', async () => {
-  const cwd = tempDir();
-  const config = writeConfig(cwd);
-  const dataDir = join(cwd, 'data');
-  const data = join(dataDir, 'pets.json');
-  let srv = await start(config, data, cwd);
-  try {
-    const ledger = new Ledger('stop');
-    for (let i = 0; i < 20; i++) assert.equal((await ledger.create(srv.url, key)).status, 201);
-    rmSync(dataDir, { recursive: true, force: true });
-    const code = await srv.stop();
-    srv = await start(config, data, cwd);
-    await ledger.checkExactly(srv.url, key);
-    assert.equal(code, 0, `exit code of the stop: ${srv.stderr()}`);
-  } finally {
-    await kill(srv);
-  }
+  await onDisk('stop', {}, async (d) => {
+    rmSync(d.dataDir, { recursive: true, force: true });
+    const code = await d.srv.stop();
+    await d.start();
+    await d.ledger.checkExactly(d.srv.url, key);
+    assert.equal(code, 0, `exit code of the stop: ${d.srv.stderr()}`);
+  });
 });

@@ -6,7 +6,7 @@ import { cpSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, call, post, tempDir } from '../helpers.js';
+import { ROOT, call, post, tempDir } from '../support/bundle.js';
 
 const project = tempDir();
 cpSync(join(ROOT, 'dist'), join(project, 'vendor', 'petstore'), { recursive: true });

@@ -7,11 +7,11 @@
 // latencies are printed, not asserted.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { KEYS, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import { KEYS, startBundle, tempDir, testConfig, writeConfig, type Running } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { figures, keyed, keyless, startFlood, victim, type FloodCounts } from '../support/flood.js';
-import { portOf, sleep } from '../reliability/lib.js';
+import { portOf, sleep } from '../support/wire.js';
 
 const BANNED = 'banned-key-0123';
 const CONFIG = testConfig({

@@ -7,9 +7,9 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { KEYS, call, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 import { KNOWN, fuzzBundle, type FuzzFindings } from '../reliability/fuzz.js';
-import { exchange, listAll, portOf, seedFrom } from '../reliability/lib.js';
+import { exchange, listAll, portOf, seedFrom } from '../support/wire.js';
 
 const seed = seedFrom('FUZZ_SEED');
 const cases = Number(process.env.FUZZ_CASES ?? 2000);

@@ -3,7 +3,7 @@
 // and the Redis limiter's script before it is answered, and snapshots say why they cannot be had.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { KEYS, startBundle, tempDir, testConfig, writeConfig, type Running, once, type Answer } from '../helpers.js';
+import { KEYS, startBundle, tempDir, testConfig, writeConfig, type Running, once, type Answer } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { startRedis, type RedisServer } from '../support/redis.js';

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../helpers.js';
+import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../support/bundle.js';
 
 const ADMIN_KEY = 'admin-key-for-harness-0123';
 

@@ -4,8 +4,8 @@
 // against the built bundle.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KEYS, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
-import { errorBodyProblem, errorCode, exchange, header, listAll, portOf, type RawResponse } from '../reliability/lib.js';
+import { KEYS, startBundle, tempDir, testConfig, writeConfig, type Running } from '../support/bundle.js';
+import { errorBodyProblem, errorCode, exchange, header, listAll, portOf, type RawResponse } from '../support/wire.js';
 
 const key = KEYS.enterprise;
 /** 2,100 tiny header lines (about 10 KiB, under the 16 KiB header limit). */

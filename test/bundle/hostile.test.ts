@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { request } from 'node:http';
 import net from 'node:net';
-import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Running, once, until, type Answer } from '../helpers.js';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Running, once, until, type Answer } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
-import { ResponseParser, header, portOf, sleep, type RawResponse } from '../reliability/lib.js';
+import { ResponseParser, header, portOf, sleep, type RawResponse } from '../support/wire.js';
 
 const ADMIN = 'admin-key-for-hostile-tests-0123';
 

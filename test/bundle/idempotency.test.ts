@@ -8,7 +8,7 @@ import { cpSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { KEYS, ROOT, call, startBundle, tempDir, testConfig, writeConfig, type Res } from '../helpers.js';
+import { KEYS, ROOT, call, startBundle, tempDir, testConfig, writeConfig, type Res } from '../support/bundle.js';
 
 const HOUR = 3_600_000;
 

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig, type Running } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres } from '../support/postgres.js';
 

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { accessSync, chmodSync, constants, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ROOT, tempDir, until } from '../helpers.js';
+import { ROOT, tempDir, until } from '../support/bundle.js';
 import { accepts } from '../support/free-port.js';
 
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';

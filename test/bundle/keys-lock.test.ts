@@ -8,7 +8,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, readlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { runBundle, tempDir } from '../helpers.js';
+import { runBundle, tempDir } from '../support/bundle.js';
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 

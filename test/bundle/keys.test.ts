@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BUNDLE, ROOT, call, runBundle, startBundle, tempDir, testConfig, writeConfig, KEYS } from '../helpers.js';
+import { BUNDLE, ROOT, call, runBundle, startBundle, tempDir, testConfig, writeConfig, KEYS } from '../support/bundle.js';
 import { UNTIL_MS, until } from '../support/wait.js';
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { call, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { call, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 
 const KEY = 'day3-key';
 const config = (extra: Record<string, unknown>): Record<string, unknown> => testConfig({

@@ -3,7 +3,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 import { checkWithPromtool, noPromtool } from '../support/promtool.js';
 
 /** Series (name and labels as written) -> value, from an exposition; fails on a malformed line. */

@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { renameSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BUNDLE, KEYS, UNTIL_MS, call, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
-import { sleep } from '../reliability/lib.js';
+import { BUNDLE, KEYS, UNTIL_MS, call, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
+import { sleep } from '../support/wire.js';
 
 const skip = process.platform === 'win32' ? 'no FIFOs or /dev/zero' : false;
 

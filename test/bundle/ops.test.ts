@@ -8,7 +8,7 @@ import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { BUNDLE, KEYS, ROOT, call, post, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import { BUNDLE, KEYS, ROOT, call, post, startBundle, tempDir, testConfig, writeConfig, type Running } from '../support/bundle.js';
 import { until } from '../support/wait.js';
 
 type PetstoreModule = typeof import('../../src/petstore.js');

@@ -4,7 +4,7 @@
 // being added.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KEYS, call, nextUrl, post, startBundle, tempDir, writeConfig, type Running } from '../helpers.js';
+import { KEYS, call, nextUrl, post, startBundle, tempDir, writeConfig, type Running } from '../support/bundle.js';
 
 interface Pet { id: number; name: string; categoryId: number; status?: string }
 interface Page { pets: Pet[]; next: string | undefined; link: string | null }

@@ -8,7 +8,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { KEYS, UNTIL_MS, call, nextUrl, post, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../helpers.js';
+import { KEYS, UNTIL_MS, call, nextUrl, post, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { startRedis, type RedisServer } from '../support/redis.js';

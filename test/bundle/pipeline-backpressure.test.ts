@@ -7,8 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { join } from 'node:path';
-import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
-import { PipelinedConnection, ResponseParser, portOf, rssKiB, sleep, type RawResponse } from '../reliability/lib.js';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Running } from '../support/bundle.js';
+import { PipelinedConnection, ResponseParser, portOf, rssKiB, sleep, type RawResponse } from '../support/wire.js';
 
 const key = KEYS.enterprise;
 const ADMIN_KEY = 'admin-key-for-pipelining-tests';

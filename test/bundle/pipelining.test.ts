@@ -6,8 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { join } from 'node:path';
-import { KEYS, call, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
-import { PipelinedConnection, ResponseParser, listAll, portOf, sleep, type RawResponse } from '../reliability/lib.js';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
+import { PipelinedConnection, ResponseParser, listAll, portOf, sleep, type RawResponse } from '../support/wire.js';
 
 const key = KEYS.enterprise;
 const AUTH = `Host: x\r\nAuthorization: Bearer ${key}\r\n`;

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pathToFileURL } from 'node:url';
-import { BUNDLE, KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../helpers.js';
+import { BUNDLE, KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres } from '../support/postgres.js';
 

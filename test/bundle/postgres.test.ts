@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BUNDLE, KEYS, call, post, runBundle, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../helpers.js';
+import { BUNDLE, KEYS, call, post, runBundle, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 

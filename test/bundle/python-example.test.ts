@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { BUNDLE, ROOT, tempDir } from '../helpers.js';
+import { BUNDLE, ROOT, tempDir } from '../support/bundle.js';
 
 const EXAMPLE = join(ROOT, 'test', 'examples', 'harness.py');
 const python = spawnSync('python3', ['--version'], { encoding: 'utf8' });

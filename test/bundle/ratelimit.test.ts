@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { BUNDLE, KEYS, call, post, startBundle, tempDir, testConfig, writeConfig, type Res } from '../helpers.js';
+import { BUNDLE, KEYS, call, post, startBundle, tempDir, testConfig, writeConfig, type Res } from '../support/bundle.js';
 
 /** The bundle's library face, as an embedder imports it. */
 interface PetstoreModule {

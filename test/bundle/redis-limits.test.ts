@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { BUNDLE, KEYS, call, runBundle, startBundle, tempDir, testConfig, writeConfig, type Running } from '../helpers.js';
+import { BUNDLE, KEYS, call, runBundle, startBundle, tempDir, testConfig, writeConfig, type Running } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { sleep } from '../support/free-port.js';
 import { startRedis, type RedisServer } from '../support/redis.js';

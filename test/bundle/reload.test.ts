@@ -1,4 +1,5 @@
-// Two quick SIGHUPs: the config read last is the one in force (issue 11, item 10). The first
+// Two quick SIGHUPs: the config read last is the one in force, so a key removed by the second
+// reload is not valid again because the first finished later. The first
 // reload reads a large file (100,000 keys) and the second a small one: unserialized, the small
 // one could finish first and the older file be applied last (a removed key valid again).
 // A FIFO used to hold the first read open so that the race happened every time; reloads now
@@ -9,7 +10,7 @@ import assert from 'node:assert/strict';
 import { renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { call, startBundle, tempDir } from '../helpers.js';
+import { call, startBundle, tempDir } from '../support/bundle.js';
 import { until } from '../support/wait.js';
 
 const KEPT = 'kept-key-0001';

@@ -7,9 +7,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { KEYS, startBundle, tempDir, until, writeConfig, type Running } from '../helpers.js';
+import { KEYS, startBundle, tempDir, until, writeConfig, type Running } from '../support/bundle.js';
 import { bound } from '../support/wait.js';
-import { createPet, errorBodyProblem, errorCode, fdCount, portOf, rssKiB, sleep } from '../reliability/lib.js';
+import { createPet, errorBodyProblem, errorCode, fdCount, portOf, rssKiB, sleep } from '../support/wire.js';
 import { idleKeepAlive, nonReaders, probeLatency, slowloris, trickledBodies, type Crowd, type Latency } from '../reliability/slow.js';
 import { liveHeap, liveHeapEnv, liveMiB } from '../support/live-heap.js';
 

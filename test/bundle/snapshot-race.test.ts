@@ -6,7 +6,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../helpers.js';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../support/bundle.js';
 
 const ADMIN_KEY = 'admin-key-for-snapshot-race-0123';
 /** Pets seeded before the snapshot: enough for a restore to copy in several chunks (65,536 slots a turn). */

@@ -4,9 +4,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { Agent } from 'node:http';
-import { BUNDLE, KEYS, call, startBundle, tempDir, writeConfig } from '../helpers.js';
+import { BUNDLE, KEYS, call, startBundle, tempDir, writeConfig } from '../support/bundle.js';
 import { UNTIL_MS, bound } from '../support/wait.js';
-import { httpRequest, isAlive, mapLimit, rssKiB, sleep } from '../reliability/lib.js';
+import { httpRequest, isAlive, mapLimit, rssKiB, sleep } from '../support/wire.js';
 
 test('stdout closed after the ready line: the service keeps serving, says so once on stderr, and stops cleanly', async () => {
   const dir = tempDir();

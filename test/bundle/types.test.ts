@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, tempDir } from '../helpers.js';
+import { ROOT, tempDir } from '../support/bundle.js';
 
 const LIB = JSON.stringify(join(ROOT, 'dist', 'petstore.js'));
 

@@ -4,12 +4,12 @@
 // not depend on the machine's load, so it runs side by side with other files.)
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { KEYS, startBundle, tempDir, testConfig, until, writeConfig, type Running } from '../helpers.js';
+import { KEYS, startBundle, tempDir, testConfig, until, writeConfig, type Running } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { liveHeap, liveHeapEnv, liveMiB, type LiveHeap } from '../support/live-heap.js';
 import { figures, keyed, startFlood, victim } from '../support/flood.js';
-import { portOf, rssKiB, sleep } from '../reliability/lib.js';
+import { portOf, rssKiB, sleep } from '../support/wire.js';
 
 // As fairness.test.ts: the flood's key is soon refused, then banned (cheap answers, as a real
 // flood of a key would get).

@@ -11,7 +11,7 @@ import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { startPetstore } from '../../src/server/start.js';
 import { StartError } from '../../src/core/index.js';
-import { KEYS, runBundle, startBundle, tempDir, testConfig, writeConfig, type Running, once, type Answer } from '../helpers.js';
+import { KEYS, runBundle, startBundle, tempDir, testConfig, writeConfig, type Running, once, type Answer } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { freePort, sleep } from '../support/free-port.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { parseConfig } from '../../src/config/index.js';
-import { problems } from './problems.js';
+import { problems } from '../support/config-problems.js';
 
 
 test('defaults: the default plans, ban, anonymous budget, 64 KiB bodies', () => {

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CONFIG_FIELDS, parseConfig, type Config } from '../../src/config/index.js';
 import { restartOnlyChanges } from '../../src/server/lifecycle.js';
-import { problems } from './problems.js';
+import { problems } from '../support/config-problems.js';
 
 const names = Object.keys(CONFIG_FIELDS) as (keyof typeof CONFIG_FIELDS)[];
 

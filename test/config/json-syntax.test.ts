@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, loadConfigFile } from '../../src/config/index.js';
 import { jsonSyntaxError } from '../../src/config/json-syntax.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../support/bundle.js';
 
 const invalid: Array<[string, string, number, number, RegExp]> = [
   ['cut short', '{ "keys": [', 1, 12, /expected a value, found the end of the file/],

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { escapeKeyName, keyNameProblem } from '../../src/config/index.js';
-import { problems } from './problems.js';
+import { problems } from '../support/config-problems.js';
 
 const refused: Array<{ name: string; value: string; code: string }> = [
   { name: 'a newline (a fake row in keys list)', value: 'a\nb', code: 'U+000A' },

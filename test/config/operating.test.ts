@@ -1,9 +1,10 @@
-// The operating fields of a config (issue 15): metrics, admin, and unique key names.
+// The operating fields of a config: metrics, admin, and unique key names (`keys revoke NAME`
+// must pick exactly one key).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { parseConfig } from '../../src/config/index.js';
-import { problems } from './problems.js';
+import { problems } from '../support/config-problems.js';
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 

@@ -1,10 +1,11 @@
 // Plans are looked up as own entries only: a plan named after an Object.prototype member
-// is not a plan unless the config defines it (issue 11, item 11).
+// is not a plan unless the config defines it (a key with plan "toString" is refused at start,
+// not a 500 on every request).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/index.js';
-import { call, startBundle, tempDir, writeConfig } from '../helpers.js';
-import { problems } from './problems.js';
+import { call, startBundle, tempDir, writeConfig } from '../support/bundle.js';
+import { problems } from '../support/config-problems.js';
 
 const PROTOTYPE_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'];
 

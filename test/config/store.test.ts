@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config/index.js';
 import { restartOnlyChanges } from '../../src/server/lifecycle.js';
-import { problems } from './problems.js';
+import { problems } from '../support/config-problems.js';
 
 
 test('store: absent by default; a postgres:// or postgresql:// URL is kept as given', () => {

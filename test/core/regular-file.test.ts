@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { FileTooLargeError, NotRegularFileError, openRegularFileSync, readRegularFile, readRegularFileSync } from '../../src/core/regular-file.js';
 import { readJsonFile, readJsonFileSync } from '../../src/core/json-file.js';
 import { printable } from '../../src/core/text.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../support/bundle.js';
 
 const unix = process.platform === 'win32' ? 'no FIFOs or /dev/zero' : false;
 

@@ -13,7 +13,7 @@ import { parseConfig } from '../../src/config/index.js';
 import { ROUTES } from '../../src/api/routes.js';
 import { openMemoryStore } from '../../src/store/index.js';
 import { MemoryLimiter } from '../../src/limits/index.js';
-import { testConfig } from '../helpers.js';
+import { testConfig } from '../support/bundle.js';
 
 test('jsonString writes every string exactly as JSON.stringify does', () => {
   const samples = [

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { forwardedAddress } from '../../src/http/client-address.js';
-import { call, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { call, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 
 const cases: Array<{ name: string; header: string | string[] | undefined; want: string | undefined }> = [
   { name: 'absent', header: undefined, want: undefined },

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { lastForwardedElement, proxiedOrigin } from '../../src/http/forwarded.js';
-import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 
 const elements: Array<[string, string, Record<string, string> | undefined]> = [
   ['one element', 'for=192.0.2.60;proto=https;by=203.0.113.43', { for: '192.0.2.60', proto: 'https', by: '203.0.113.43' }],

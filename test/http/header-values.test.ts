@@ -10,7 +10,7 @@ import { systemClock } from '../../src/core/clock.js';
 import { parseConfig } from '../../src/config/index.js';
 import { ROUTES } from '../../src/api/routes.js';
 import { openMemoryStore } from '../../src/store/index.js';
-import { KEYS, call, runBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { KEYS, call, runBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 import { MemoryLimiter } from '../../src/limits/index.js';
 
 const NON_LATIN1 = 'https://api.ex\u20acmple.com/v1';

@@ -16,7 +16,7 @@ import { ROUTES, openApiRoute, type RouteSpec } from '../../src/api/index.js';
 import { openMemoryStore, type LocalPetStore } from '../../src/store/index.js';
 import { MemoryLimiter } from '../../src/limits/index.js';
 import { startPetstore } from '../../src/server/start.js';
-import { KEYS, testConfig } from '../helpers.js';
+import { KEYS, testConfig } from '../support/bundle.js';
 
 const ADMIN_KEY = 'admin-key-0123456789abcdef0123';
 

@@ -1,5 +1,6 @@
 // A StoreInputError (the store refusing input it cannot honour) is answered 400
-// invalid_request, as src/store/errors.ts documents, never 500 (issue 11, item 18).
+// invalid_request, as src/store/errors.ts documents, never 500: input the store cannot honour
+// is the client's problem, answered as such, and nothing is stored.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';

@@ -1,15 +1,15 @@
-// The bounds of the rate-limit settings (issue 11, item 18): ban.seconds 0 means "no bans",
+// The bounds of the rate-limit settings: ban.seconds 0 means "no bans",
 // rates are bounded so the limiter's arithmetic stays exact, and at those extremes a bucket
 // still refuses when it is empty.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
 import { parseConfig } from '../../src/config/index.js';
-import { call, startBundle, tempDir, writeConfig } from '../helpers.js';
+import { call, startBundle, tempDir, writeConfig } from '../support/bundle.js';
 import { MemoryLimiter, type LimitResult } from '../../src/limits/index.js';
-import { header } from './limit-header.js';
+import { header } from '../support/limit-header.js';
 import { MAX_LIMIT, type Limits } from '../../src/core/index.js';
-import { problems } from '../config/problems.js';
+import { problems } from '../support/config-problems.js';
 
 
 

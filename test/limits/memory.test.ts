@@ -4,7 +4,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { ManualClock } from '../../src/core/clock.js';
 import { MemoryLimiter, type BanPolicy, type LimitResult } from '../../src/limits/index.js';
-import { header } from './limit-header.js';
+import { header } from '../support/limit-header.js';
 import type { LimiterState } from '../../src/limits/state.js';
 import type { Limits } from '../../src/core/index.js';
 

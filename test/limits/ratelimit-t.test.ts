@@ -1,14 +1,14 @@
 // RateLimit `t` per draft-ietf-httpapi-ratelimit-headers-11 (section 4.1.2: the seconds within
 // which the client can use no more than `r`; -10: "until additional quota is made available"):
 // for a token bucket, the time until the next whole token. Retry-After never points earlier
-// than `t` (section 6), and during a ban every header tells the same story (issue 11, items
-// 16 and 18).
+// than `t` (section 6), and during a ban every header tells the same story: a client that
+// waits as told is never refused again for the same reason.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
-import { call, startBundle, tempDir, writeConfig } from '../helpers.js';
+import { call, startBundle, tempDir, writeConfig } from '../support/bundle.js';
 import { MemoryLimiter, type BanPolicy, type LimitResult } from '../../src/limits/index.js';
-import { header } from './limit-header.js';
+import { header } from '../support/limit-header.js';
 import type { Limits } from '../../src/core/index.js';
 
 const START = Date.UTC(2026, 0, 1);

@@ -1,11 +1,12 @@
 // The saved limiter state (<dataFile>.limits.json) is checked like the config: bounded,
-// finite, integers where the service writes integers (issue 11, item 14).
+// finite, integers where the service writes integers, so a hand-edited or damaged file cannot
+// give a key more than its plan or break the limiter's arithmetic.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseLimiterState } from '../../src/limits/state.js';
-import { KEYS, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { KEYS, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 import { keyDigest } from '../../src/config/index.js';
 
 const GOOD = { id: 'a'.repeat(64), perMinute: 60, perDay: 1000, minute: 12.5, day: 900, strikes: 3, banMs: 1500.25 };

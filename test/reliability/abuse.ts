@@ -1,7 +1,7 @@
 // Key guessing and address floods: the keyless budget per client address cuts a guesser off
 // after exactly `anonymous.perMinute` answers, the address table stays bounded however many
 // addresses come, and a wrong key takes as long whether or not it nearly matches.
-import { PipelinedConnection, errorCode, header, median, rssKiB, type RawResponse, type Rng } from './lib.js';
+import { PipelinedConnection, errorCode, header, median, rssKiB, type RawResponse, type Rng } from '../support/wire.js';
 
 export function request(path: string, headers: Record<string, string>): string {
   let text = `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n`;

@@ -3,8 +3,8 @@
 import { Agent } from 'node:http';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startBundle, type Running } from '../helpers.js';
-import { createPet, httpRequest, listAll, type PetRecord, type Rng } from './lib.js';
+import { startBundle, type Running } from '../support/bundle.js';
+import { createPet, httpRequest, listAll, type PetRecord, type Rng } from '../support/wire.js';
 
 export interface CrashLoopOptions {
   readonly rounds: number;

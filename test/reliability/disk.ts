@@ -4,8 +4,8 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { tempDir } from '../helpers.js';
-import { createPet, errorBodyProblem, httpRequest, listAll, type HttpResult, type PetRecord } from './lib.js';
+import { tempDir } from '../support/bundle.js';
+import { createPet, errorBodyProblem, httpRequest, listAll, type HttpResult, type PetRecord } from '../support/wire.js';
 
 function run(cmd: string, args: readonly string[]): string {
   return execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });

@@ -3,11 +3,11 @@
 // must be valid HTTP, never a 5xx (but the 501 of GET /store/orders), every 4xx an Error body
 // whose status is the HTTP status, and no rejected request may change the store.
 import { join } from 'node:path';
-import { KEYS, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { KEYS, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 import {
   createPet, exchange, errorBodyProblem, errorCode, header, httpRequest, isAlive, listAll, makeRng, mapLimit, portOf,
   type PetRecord, type RawResponse, type Rng,
-} from './lib.js';
+} from '../support/wire.js';
 
 export interface FuzzCase {
   readonly index: number;

@@ -53,8 +53,8 @@ if (!values['no-build']) {
   if (built.status !== 0) process.exit(built.status ?? 1);
 }
 const load = (path) => import(pathToFileURL(join(ROOT, 'build', 'test', path)).href);
-const helpers = await load('helpers.js');
-const lib = await load('reliability/lib.js');
+const helpers = await load('support/bundle.js');
+const lib = await load('support/wire.js');
 const { runCrashLoop } = await load('reliability/crash.js');
 const { fuzzBundle } = await load('reliability/fuzz.js');
 const abuse = await load('reliability/abuse.js');

@@ -3,7 +3,7 @@
 // answers. The service must keep answering everyone else, and its memory stay bounded.
 import net from 'node:net';
 import { Agent } from 'node:http';
-import { ResponseParser, httpRequest, median, type RawResponse } from './lib.js';
+import { ResponseParser, httpRequest, median, type RawResponse } from '../support/wire.js';
 
 export interface Held {
   readonly socket: net.Socket;

@@ -3,8 +3,8 @@
 // a restart that must find every acknowledged pet.
 import { Agent } from 'node:http';
 import { join } from 'node:path';
-import { startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
-import { fdCount, httpRequest, listAll, median, percentile, rssKiB, sleep, type Rng } from './lib.js';
+import { startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
+import { fdCount, httpRequest, listAll, median, percentile, rssKiB, sleep, type Rng } from '../support/wire.js';
 
 export interface SoakMinute {
   minute: number;

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { startPetstore } from '../../src/server/start.js';
-import { KEYS, call, post, tempDir, testConfig } from '../helpers.js';
+import { KEYS, call, post, tempDir, testConfig } from '../support/bundle.js';
 
 test('close saves the limiter state even when the store fails to close', async (t) => {
   const dir = tempDir();

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { StartError, startPetstore } from '../../src/server/index.js';
-import { KEYS, call, post, testConfig } from '../helpers.js';
+import { KEYS, call, post, testConfig } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres } from '../support/postgres.js';
 

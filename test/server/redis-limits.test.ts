@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { StartError } from '../../src/server/contract.js';
 import { REDIS_PREFIXES } from '../../src/server/limiters.js';
 import { startPetstore } from '../../src/server/start.js';
-import { KEYS, call, tempDir, testConfig } from '../helpers.js';
+import { KEYS, call, tempDir, testConfig } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { sleep } from '../support/free-port.js';
 import { startRedis } from '../support/redis.js';

@@ -10,7 +10,7 @@ import { StartError } from '../../src/core/index.js';
 import { ConfigError } from '../../src/config/index.js';
 import { StoreOpenError } from '../../src/store/index.js';
 import { startPetstore } from '../../src/server/start.js';
-import { BUNDLE, tempDir, testConfig } from '../helpers.js';
+import { BUNDLE, tempDir, testConfig } from '../support/bundle.js';
 
 async function kindOf(start: Promise<unknown>): Promise<string> {
   try {

@@ -12,7 +12,7 @@ import {
 import type { PetStore, StoredPet } from '../../src/store/index.js';
 import { silentLogger } from '../../src/core/index.js';
 import type { NewPet, PetStatus } from '../../src/core/types.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 

@@ -10,7 +10,7 @@ import { silentLogger } from '../../src/core/index.js';
 import type { NewPet } from '../../src/core/types.js';
 import { newPetFingerprint, openFileStore, openMemoryStore, openPostgresStore } from '../../src/store/index.js';
 import type { CreateOutcome, IdempotencyKey, PetStore, StoredPet } from '../../src/store/index.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 

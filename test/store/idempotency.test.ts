@@ -16,7 +16,7 @@ import {
 import type { CreateOutcome, DiskOp, FileStoreOptions, IdempotencyKey, LocalPetStore } from '../../src/store/index.js';
 import { prepareRestore, type LocalSnapshot } from '../../src/store/snapshot-copy.js';
 import { SEGMENT_SIZE } from '../../src/store/pet-index.js';
-import { allPets, tempDir } from '../helpers.js';
+import { allPets, tempDir } from '../support/bundle.js';
 import { until } from '../support/wait.js';
 
 const HOUR = 3_600_000;

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { silentLogger } from '../../src/core/index.js';
 import { openFileStore, type StoreObserver } from '../../src/store/index.js';
-import { tempDir } from '../helpers.js';
+import { tempDir } from '../support/bundle.js';
 
 function recorder(): StoreObserver & { batches: number[]; journal: number[]; compactions: boolean[]; seconds: number[] } {
   const r = {

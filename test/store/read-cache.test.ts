@@ -27,7 +27,7 @@ class CountingStore implements PetStore {
     return r;
   }
   create(input: NewPet): Promise<StoredPet> { return this.inner.create(input); }
-  // No test here creates through the cache (postgres-read-cache.test.ts does, on PostgreSQL).
+  // No test here creates through the cache (postgres/read-cache.test.ts does, on PostgreSQL).
   watchCreates(): void {}
   seed(pets: ReadonlyArray<SeedPet>): Promise<StoredPet[]> { return this.inner.seed(pets); }
   reset(): Promise<void> { return this.inner.reset(); }

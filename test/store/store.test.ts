@@ -15,7 +15,7 @@ import {
   StoreUnavailableError,
 } from '../../src/store/index.js';
 import type { DiskOp, FileStoreOptions, LocalPetStore, StoredPet } from '../../src/store/index.js';
-import { allPets } from '../helpers.js';
+import { allPets } from '../support/bundle.js';
 import { formatHolder, thisProcess } from '../../src/store/file/lock-holder.js';
 import type { LogLevel, Logger, NewPet, PetStatus } from '../../src/core/types.js';
 

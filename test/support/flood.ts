@@ -3,8 +3,8 @@
 // victim that sends one request every 200 ms.
 import { Agent, request } from 'node:http';
 import { Worker } from 'node:worker_threads';
-import { KEYS } from '../helpers.js';
-import { percentile, sleep } from '../reliability/lib.js';
+import { KEYS } from './bundle.js';
+import { percentile, sleep } from './wire.js';
 
 // ---------------------------------------------------------------------------------------
 // The hostile client: many connections, in a worker thread.

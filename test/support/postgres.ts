@@ -1,12 +1,12 @@
 // A real, throwaway PostgreSQL for tests: initdb into a temp directory, one postmaster on a free
 // loopback port, trust authentication, nothing left behind. Stop, kill, pause and start again on
 // the same port and data directory, for outage tests.
-import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process';
+import { spawnSync, execFile } from 'node:child_process';
 import { chownSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { binaries, isRoot, lookupUser, removeDir, track, type AfterHook, type AvailabilityOptions, type EngineServer, type PosixUser } from './engines.js';
-import { freePort } from './free-port.js';
+import { engineProcess } from './engine-process.js';
 
 export interface PostgresOptions extends AvailabilityOptions {
   /** Registers `close()` with `t.after`, so the server goes when the test ends, pass or fail. */
@@ -27,8 +27,6 @@ export interface PostgresServer extends EngineServer {
   /** Runs SQL through psql in the test database; resolves with its unaligned output. */
   psql(sql: string): Promise<string>;
 }
-
-const LOG_LIMIT = 64 * 1024;
 
 /**
  * A directory under the temp dir that the postgres user can reach: when we are root the server
@@ -120,16 +118,6 @@ function serverProcesses(postmaster: number): number[] {
   return [postmaster, ...children];
 }
 
-function signalAll(pids: readonly number[], signal: NodeJS.Signals): void {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // Exited meanwhile.
-    }
-  }
-}
-
 /**
  * One initdb per test process: the first server's cluster is made in a template directory,
  * and every server copies it (`cp -a`, owner and modes kept). initdb is most of the cost of a
@@ -163,109 +151,54 @@ export async function startPostgres(opts: PostgresOptions = {}): Promise<Postgre
 
   const dir = mkdtempSync(join(baseDir(), 'petstore-pg-'));
   const dataDir = join(dir, 'data');
-  let port = 0;
-  let child: ChildProcess | undefined;
-  let exited: Promise<void> = Promise.resolve();
-  let logText = '';
   let closed = false;
-
-  const hardStop = (): void => {
-    hardStopProcess();
-    dropShm();
-    removeDir(dir);
-  };
-  // A killed postmaster leaves its small SysV segment behind; remove it (the kernel frees it
-  // when the last backend detaches) so killed servers do not pile up segments.
-  const dropShm = (): void => {
-    const id = shmId(dataDir);
-    if (id !== undefined) spawnSync('ipcrm', ['-m', id], { stdio: 'ignore' });
-  };
-  const hardStopProcess = (): void => {
-    if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) signalAll(serverProcesses(child.pid), 'SIGKILL');
-  };
-  const release = track({ hardStop });
-
-  const launch = async (): Promise<void> => {
-    const args = [
+  const proc = engineProcess({
+    name: 'PostgreSQL',
+    file: bin.postgres,
+    env: cleanEnv(),
+    ...(user ? { user } : {}),
+    args: (port) => [
       '-D', dataDir, '-p', String(port), '-h', '127.0.0.1', '-k', dir,
       // Tests only: no fsync makes commits fast. A killed server still keeps every commit (the
       // OS page cache survives it); only a crash of the machine could lose or corrupt data.
       '-c', 'fsync=off',
       '-c', 'lc_messages=C',
       ...Object.entries(opts.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
-    ];
-    // detached: its own session, so a Ctrl-C meant for the test runner does not reach it.
-    const proc = spawn(bin.postgres, args, {
-      detached: true,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: cleanEnv(),
-      ...(user ? { uid: user.uid, gid: user.gid } : {}),
-    });
-    child = proc;
-    logText = '';
-    exited = new Promise((resolve) => proc.once('exit', () => resolve()));
-    // A forgotten server must not keep the test process alive; the exit hook kills it.
-    proc.unref();
-    const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`PostgreSQL did not start in ${startTimeoutMs} ms:\n${logText}`)), startTimeoutMs);
-      proc.stderr?.on('data', (chunk: Buffer) => {
-        logText = (logText + chunk.toString()).slice(-LOG_LIMIT);
-        if (/ready to accept connections/.test(logText)) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      proc.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`PostgreSQL exited at start (${signal ?? code}):\n${logText}`));
-      });
-    });
-    (proc.stderr as { unref?: () => void } | null)?.unref?.();
-    try {
-      await ready;
-    } catch (err) {
-      hardStopProcess();
-      throw err;
-    }
+    ],
+    readyLine: /ready to accept connections/,
+    portTaken: /could not bind|could not create any TCP\/IP sockets/,
+    // A fast shutdown: sessions end, committed data is kept.
+    stopSignal: 'SIGINT',
+    members: serverProcesses,
+    startTimeoutMs,
+  });
+
+  // A killed postmaster leaves its small SysV segment behind; remove it (the kernel frees it
+  // when the last backend detaches) so killed servers do not pile up segments.
+  const dropShm = (): void => {
+    const id = shmId(dataDir);
+    if (id !== undefined) spawnSync('ipcrm', ['-m', id], { stdio: 'ignore' });
   };
-  const isRunning = (): boolean => child !== undefined && child.exitCode === null && child.signalCode === null;
+  const hardStop = (): void => {
+    proc.hardStop();
+    dropShm();
+    removeDir(dir);
+  };
+  const release = track({ hardStop });
 
   try {
     if (user) chownSync(dir, user.uid, user.gid);
     await run('cp', ['-a', await templateCluster(bin, user), dataDir], { timeoutMs: 180_000 });
-    // The port is free when we look; if another process takes it first, take another.
-    for (let attempt = 1; ; attempt++) {
-      port = await freePort();
-      try {
-        await launch();
-        break;
-      } catch (err) {
-        await exited;
-        if (attempt >= 5 || !/could not bind|could not create any TCP\/IP sockets/.test((err as Error).message)) throw err;
-      }
-    }
+    await proc.startOnFreePort();
   } catch (err) {
     release();
     hardStop();
     throw err;
   }
+  const port = proc.port;
 
   const psql = (sql: string, db = database): Promise<string> =>
     run(bin.psql, ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', db, '-c', sql]);
-
-  const signalAndWait = async (signal: NodeJS.Signals, all: boolean, timeoutMs: number): Promise<void> => {
-    if (!isRunning() || child?.pid === undefined) return;
-    const pid = child.pid;
-    signalAll(all ? serverProcesses(pid) : [pid], signal);
-    // A referenced timer: the child is unref'd, and the wait must keep the process alive.
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([exited.then(() => false), new Promise<boolean>((r) => { timer = setTimeout(() => r(true), timeoutMs); })]);
-    clearTimeout(timer);
-    if (timedOut) {
-      signalAll(serverProcesses(pid), 'SIGKILL');
-      await exited;
-    }
-  };
 
   try {
     await psql(`CREATE DATABASE ${JSON.stringify(database)}`, 'postgres');
@@ -279,21 +212,15 @@ export async function startPostgres(opts: PostgresOptions = {}): Promise<Postgre
     get url() {
       return `postgres://postgres@127.0.0.1:${port}/${database}`;
     },
-    get port() {
-      return port;
-    },
+    port,
     database,
     dir,
     get running() {
-      return isRunning();
+      return proc.running;
     },
-    // SIGCONT first: a paused server cannot act on SIGINT.
-    async stop() {
-      if (isRunning()) server.resume();
-      await signalAndWait('SIGINT', false, 15_000);
-    },
+    stop: () => proc.stop(15_000),
     async kill() {
-      await signalAndWait('SIGKILL', true, 15_000);
+      await proc.kill(15_000);
       const id = shmId(dataDir);
       dropShm();
       // The postmaster is gone, but a backend killed with it (or forked just before it died,
@@ -301,16 +228,11 @@ export async function startPostgres(opts: PostgresOptions = {}): Promise<Postgre
       // fails with "pre-existing shared memory block is still in use". Wait until it is gone.
       if (id !== undefined) await shmGone(id, 15_000);
     },
-    pause() {
-      if (isRunning() && child?.pid !== undefined) signalAll(serverProcesses(child.pid), 'SIGSTOP');
-    },
-    resume() {
-      if (isRunning() && child?.pid !== undefined) signalAll(serverProcesses(child.pid), 'SIGCONT');
-    },
+    pause: () => proc.pause(),
+    resume: () => proc.resume(),
     async start() {
       if (closed) throw new Error('this PostgreSQL was closed');
-      if (isRunning()) return;
-      await launch();
+      await proc.start();
     },
     async restart() {
       await server.stop();
@@ -324,7 +246,7 @@ export async function startPostgres(opts: PostgresOptions = {}): Promise<Postgre
       removeDir(dir);
     },
     psql: (sql) => psql(sql),
-    log: () => logText,
+    log: () => proc.log(),
   };
   opts.t?.after(() => server.close());
   return server;

@@ -4,7 +4,7 @@
 // table of cases runs on both: test/limits/limiter-cases.test.ts). The headers are built from
 // its reply by the same limitResult() as the memory limiter's (headers.ts). One shortcut: a run
 // of requests that are all admitted skips the per-request loop (the fast path, below), with the
-// same subtractions, so the same doubles (test/limits/redis-script.test.ts compares the two).
+// same subtractions, so the same doubles (test/limits/redis/script.test.ts compares the two).
 //
 // Time is the Redis server's (TIME), so processes whose clocks disagree charge the same
 // buckets the same way. TIME is a wall clock: a step back on the Redis host refills nothing

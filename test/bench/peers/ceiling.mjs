@@ -1,7 +1,7 @@
 // Benchmark peer: the upper bound. Bare node:http answering with precomputed body bytes and
 // the same set of headers the real servers send (rate limits, links, request id, no-store),
 // in one writeHead and one end:
-//   GET  /v1/pets?limit=20   the list page (the ceiling)
+//   GET  /v1/pets?limit=20   the list page (its ceiling)
 //   GET  /v1/pets/100        one pet, with the deprecation headers
 //   POST /v1/pets            reads the whole body, answers 201 with a fixed pet: no parsing,
 //                            no store, nothing durable (so no server that keeps its 201

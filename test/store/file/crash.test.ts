@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openFileStore } from '../../../src/store/index.js';
 import type { StoredPet } from '../../../src/store/index.js';
-import { allPets } from '../../helpers.js';
+import { allPets } from '../../support/bundle.js';
 import type { Logger } from '../../../src/core/types.js';
 
 const CHILD = fileURLToPath(new URL('../../fixtures/store-child.js', import.meta.url));

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openFileStore, StoreOpenError } from '../../../src/store/index.js';
-import { allPets, BUNDLE, tempDir, writeConfig } from '../../helpers.js';
+import { allPets, BUNDLE, tempDir, writeConfig } from '../../support/bundle.js';
 import { silentLogger } from '../../../src/core/index.js';
 
 const pet = (id: number, name = `pet ${id}`): string => `${JSON.stringify({ id, name, categoryId: 1 })}\n`;

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeDir } from '../../../src/store/file/disk.js';
-import { tempDir } from '../../helpers.js';
+import { tempDir } from '../../support/bundle.js';
 
 test('makeDir makes every missing directory, and accepts one that exists', async () => {
   const dir = tempDir();

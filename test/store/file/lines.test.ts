@@ -10,7 +10,7 @@ import { forEachLine, LineTooLongError } from '../../../src/store/file/lines.js'
 import { readSnapshot } from '../../../src/store/file/snapshot.js';
 import type { StorePaths } from '../../../src/store/file/disk.js';
 import { openFileStore } from '../../../src/store/index.js';
-import { allPets, tempDir } from '../../helpers.js';
+import { allPets, tempDir } from '../../support/bundle.js';
 import { silentLogger } from '../../../src/core/index.js';
 
 function paths(file: string): StorePaths {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BUNDLE, KEYS, call, post, runBundle, tempDir, writeConfig } from '../../helpers.js';
+import { BUNDLE, KEYS, call, post, runBundle, tempDir, writeConfig } from '../../support/bundle.js';
 import { Tmpfs, tmpfsUnsupported } from '../../reliability/disk.js';
 import { openFileStore, StoreOpenError } from '../../../src/store/index.js';
 import { formatHolder, thisProcess } from '../../../src/store/file/lock-holder.js';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { acquireLock, LockHeldError } from '../../../src/store/index.js';
 import { formatHolder, thisProcess } from '../../../src/store/file/lock-holder.js';
 import type { Clock, Logger } from '../../../src/core/types.js';
-import { tempDir } from '../../helpers.js';
+import { tempDir } from '../../support/bundle.js';
 
 const linux = existsSync('/proc/self/ns/pid') && existsSync('/proc/sys/kernel/random/boot_id');
 const naming = (pid: number): string => formatHolder({ ...thisProcess(), pid, token: randomUUID() });

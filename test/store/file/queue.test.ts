@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { parseConfig } from '../../../src/config/index.js';
 import { openFileStore, StoreBusyError, StoreUnavailableError } from '../../../src/store/index.js';
-import { KEYS, call, startBundle, tempDir, testConfig, writeConfig } from '../../helpers.js';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig } from '../../support/bundle.js';
 import net from 'node:net';
-import { ResponseParser, errorCode, header, portOf, type RawResponse } from '../../reliability/lib.js';
+import { ResponseParser, errorCode, header, portOf, type RawResponse } from '../../support/wire.js';
 import { silentLogger } from '../../../src/core/index.js';
 
 /** Connects one socket per request, then writes them all in one turn; the first answer of each. */

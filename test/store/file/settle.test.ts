@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { openFileStore, StoreUnavailableError } from '../../../src/store/index.js';
 import type { NewPet } from '../../../src/core/types.js';
-import { tempDir } from '../../helpers.js';
+import { tempDir } from '../../support/bundle.js';
 import { silentLogger } from '../../../src/core/index.js';
 
 // A seed is taken as given from an embedder: a pet whose field throws when read makes the

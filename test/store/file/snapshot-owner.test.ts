@@ -9,7 +9,7 @@ import type { StorePaths } from '../../../src/store/file/disk.js';
 import { KeyTable } from '../../../src/store/idempotency.js';
 import { PetIndex } from '../../../src/store/pet-index.js';
 import { readSnapshot, writeSnapshot } from '../../../src/store/file/snapshot.js';
-import { tempDir } from '../../helpers.js';
+import { tempDir } from '../../support/bundle.js';
 
 function pathsIn(dir: string): StorePaths {
   const snapshot = join(dir, 'pets.json');

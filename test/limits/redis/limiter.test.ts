@@ -2,17 +2,18 @@
 // prefix, the outage path (fallback at once, one error line, back by itself), a hung Redis, a
 // Redis that forbids scripts, and clocks that disagree. The shared arithmetic is in
 // limiter-cases.test.ts.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Redis } from 'ioredis';
-import { ManualClock } from '../../src/core/clock.js';
-import type { Limits, Logger, LogLevel } from '../../src/core/index.js';
-import { RedisStartError, openRedisLimiter, openRedisLink, RedisLimiter, type LimitResult } from '../../src/limits/index.js';
-import { TAKE_SCRIPT } from '../../src/limits/redis/script.js';
-import { skipUnless } from '../support/engines.js';
-import { sleep } from '../support/free-port.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
-import { until } from '../support/wait.js';
+import type { Redis } from 'ioredis';
+import { ManualClock } from '../../../src/core/clock.js';
+import type { Limits, Logger, LogLevel } from '../../../src/core/index.js';
+import { RedisStartError, openRedisLimiter, openRedisLink, RedisLimiter, type LimitResult } from '../../../src/limits/index.js';
+import { TAKE_SCRIPT } from '../../../src/limits/redis/script.js';
+import { skipUnless } from '../../support/engines.js';
+import { sleep } from '../../support/free-port.js';
+import { startRedis, type RedisServer } from '../../support/redis.js';
+import { shareRedis } from '../../support/shared-redis.js';
+import { until } from '../../support/wait.js';
 
 const FREE: Limits = { perMinute: 60, perDay: 1000 };
 const BAN = { after: 20, seconds: 300 };
@@ -27,15 +28,7 @@ function recorder(): Logger & { lines: Line[] } {
 describe('Redis limiter', { skip }, () => {
   let redis: RedisServer;
   let admin: Redis;
-  before(async () => {
-    redis = await startRedis();
-    admin = new Redis(redis.url, { retryStrategy: () => 50 });
-    admin.on('error', () => undefined);
-  });
-  after(async () => {
-    admin.disconnect();
-    await redis.close();
-  });
+  shareRedis((shared) => ({ redis, admin } = shared));
 
   it('keeps one hash per id that expires when its buckets are full again', async (t) => {
     const limiter = await openRedisLimiter(redis.url, { prefix: 'exp:', clock: new ManualClock(), ban: BAN, logger: recorder() });

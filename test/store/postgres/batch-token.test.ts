@@ -5,16 +5,16 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { ManualClock } from '../../src/core/clock.js';
-import { silentLogger } from '../../src/core/index.js';
-import type { NewPet } from '../../src/core/types.js';
-import { StoreUnreachableError } from '../../src/store/errors.js';
-import { GroupCommit } from '../../src/store/postgres/create-batch.js';
-import type { SqlPool, SqlRow } from '../../src/store/postgres/driver.js';
-import { Pool } from '../../src/store/postgres/pool.js';
-import { ensureSchema } from '../../src/store/postgres/schema.js';
-import { skipUnless } from '../support/engines.js';
-import { startPostgres } from '../support/postgres.js';
+import { ManualClock } from '../../../src/core/clock.js';
+import { silentLogger } from '../../../src/core/index.js';
+import type { NewPet } from '../../../src/core/types.js';
+import { StoreUnreachableError } from '../../../src/store/errors.js';
+import { GroupCommit } from '../../../src/store/postgres/create-batch.js';
+import type { SqlPool, SqlRow } from '../../../src/store/postgres/driver.js';
+import { Pool } from '../../../src/store/postgres/pool.js';
+import { ensureSchema } from '../../../src/store/postgres/schema.js';
+import { skipUnless } from '../../support/engines.js';
+import { startPostgres } from '../../support/postgres.js';
 
 const skip = skipUnless('PostgreSQL batch token tests', ['postgres']);
 

@@ -4,13 +4,13 @@
 // shares are in contract.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { IdsExhaustedError, openPostgresStore, StoreOpenError, StoreUnavailableError, StoreUnreachableError } from '../../src/store/index.js';
-import type { PetStore } from '../../src/store/index.js';
-import { silentLogger } from '../../src/core/index.js';
-import type { LogLevel, Logger } from '../../src/core/types.js';
-import { skipUnless } from '../support/engines.js';
-import { freePort } from '../support/free-port.js';
-import { startPostgres } from '../support/postgres.js';
+import { IdsExhaustedError, openPostgresStore, StoreOpenError, StoreUnavailableError, StoreUnreachableError } from '../../../src/store/index.js';
+import type { PetStore } from '../../../src/store/index.js';
+import { silentLogger } from '../../../src/core/index.js';
+import type { LogLevel, Logger } from '../../../src/core/types.js';
+import { skipUnless } from '../../support/engines.js';
+import { freePort } from '../../support/free-port.js';
+import { startPostgres } from '../../support/postgres.js';
 
 const skip = skipUnless('PostgreSQL store tests', ['postgres']);
 

@@ -5,11 +5,11 @@
 // before may have run before it.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { StoreGeneration, silentLogger } from '../../src/core/index.js';
-import { openPostgresStore, ReadCachedStore } from '../../src/store/index.js';
-import { petJson } from '../../src/store/codec.js';
-import { skipUnless } from '../support/engines.js';
-import { startPostgres } from '../support/postgres.js';
+import { StoreGeneration, silentLogger } from '../../../src/core/index.js';
+import { openPostgresStore, ReadCachedStore } from '../../../src/store/index.js';
+import { petJson } from '../../../src/store/codec.js';
+import { skipUnless } from '../../support/engines.js';
+import { startPostgres } from '../../support/postgres.js';
 
 const skip = skipUnless('PostgreSQL store tests', ['postgres']);
 

@@ -5,13 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { ManualClock } from '../../src/core/clock.js';
-import { silentLogger } from '../../src/core/index.js';
-import type { LogLevel, Logger, NewPet } from '../../src/core/types.js';
-import { IdsExhaustedError, newPetFingerprint, openPostgresStore, StoreUnavailableError, StoreUnreachableError } from '../../src/store/index.js';
-import type { CreateOutcome, IdempotencyKey } from '../../src/store/index.js';
-import { skipUnless } from '../support/engines.js';
-import { startPostgres } from '../support/postgres.js';
+import { ManualClock } from '../../../src/core/clock.js';
+import { silentLogger } from '../../../src/core/index.js';
+import type { LogLevel, Logger, NewPet } from '../../../src/core/types.js';
+import { IdsExhaustedError, newPetFingerprint, openPostgresStore, StoreUnavailableError, StoreUnreachableError } from '../../../src/store/index.js';
+import type { CreateOutcome, IdempotencyKey } from '../../../src/store/index.js';
+import { skipUnless } from '../../support/engines.js';
+import { startPostgres } from '../../support/postgres.js';
 
 const skip = skipUnless('PostgreSQL idempotency key tests', ['postgres']);
 const HOUR = 3_600_000;

@@ -5,11 +5,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { openPostgresStore, StoreOpenError } from '../../src/store/index.js';
-import type { PostgresStore } from '../../src/store/index.js';
-import { silentLogger } from '../../src/core/index.js';
-import { skipUnless } from '../support/engines.js';
-import { startPostgres } from '../support/postgres.js';
+import { openPostgresStore, StoreOpenError } from '../../../src/store/index.js';
+import type { PostgresStore } from '../../../src/store/index.js';
+import { silentLogger } from '../../../src/core/index.js';
+import { skipUnless } from '../../support/engines.js';
+import { startPostgres } from '../../support/postgres.js';
 
 const skip = skipUnless('PostgreSQL store tests', ['postgres']);
 const pet = { name: 'Rex', categoryId: 1, status: 'available' as const };

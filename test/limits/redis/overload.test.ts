@@ -2,16 +2,17 @@
 // Redis timeout; a switch to the fallback starts from what Redis last said (never a full
 // bucket, bans kept); concurrent requests share pipelines and one id's flood is one script run;
 // the clock offset moves the script's time.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Redis } from 'ioredis';
-import { ManualClock } from '../../src/core/clock.js';
-import type { Limits, Logger, LogLevel } from '../../src/core/index.js';
-import { RedisLimiter, openRedisLimiter, openRedisLink, type LimitResult } from '../../src/limits/index.js';
-import { skipUnless } from '../support/engines.js';
-import { sleep } from '../support/free-port.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
-import { until } from '../support/wait.js';
+import type { Redis } from 'ioredis';
+import { ManualClock } from '../../../src/core/clock.js';
+import type { Limits, Logger, LogLevel } from '../../../src/core/index.js';
+import { RedisLimiter, openRedisLimiter, openRedisLink, type LimitResult } from '../../../src/limits/index.js';
+import { skipUnless } from '../../support/engines.js';
+import { sleep } from '../../support/free-port.js';
+import { startRedis, type RedisServer } from '../../support/redis.js';
+import { shareRedis } from '../../support/shared-redis.js';
+import { until } from '../../support/wait.js';
 
 const FREE: Limits = { perMinute: 60, perDay: 1000 };
 const BAN = { after: 2, seconds: 300 };
@@ -44,15 +45,7 @@ const count = (results: readonly LimitResult[], outcome: string): number => resu
 describe('Redis limiter under load', { skip }, () => {
   let redis: RedisServer;
   let admin: Redis;
-  before(async () => {
-    redis = await startRedis();
-    admin = new Redis(redis.url, { retryStrategy: () => 50 });
-    admin.on('error', () => undefined);
-  });
-  after(async () => {
-    admin.disconnect();
-    await redis.close();
-  });
+  shareRedis((shared) => ({ redis, admin } = shared));
 
   it('a stalled event loop is not a Redis timeout: a banned key flooding gets 0 admitted, 0 fallbacks', async (t) => {
     const log = recorder();

@@ -1,6 +1,6 @@
-// Building blocks of the reliability suite, shared by the quick tests (test/*.test.ts, run by
-// `npm test`) and the long version (test/reliability/long.mjs, which imports the transpiled
-// copy from build/test/reliability/lib.js). Everything talks to the built bundle from the
+// Talking to the built bundle on the wire, shared by the black-box tests (test/bundle/) and the
+// long reliability run (test/reliability/long.mjs, which imports the transpiled copy from
+// build/test/support/wire.js). Everything talks to the built bundle from the
 // outside: raw sockets, HTTP, signals and /proc, never the service's modules.
 import net from 'node:net';
 import { Agent, request } from 'node:http';

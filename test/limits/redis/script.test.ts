@@ -5,12 +5,13 @@
 // %.17g, so equal text is equal doubles). The answers against the memory limiter are in
 // limiter-cases.test.ts; this compares what the answers do not show, such as the stored tokens
 // of the largest plans, where each subtraction rounds.
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Redis } from 'ioredis';
-import { TAKE_SCRIPT } from '../../src/limits/redis/script.js';
-import { skipUnless } from '../support/engines.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import type { Redis } from 'ioredis';
+import { TAKE_SCRIPT } from '../../../src/limits/redis/script.js';
+import { skipUnless } from '../../support/engines.js';
+import type { RedisServer } from '../../support/redis.js';
+import { shareRedis } from '../../support/shared-redis.js';
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
@@ -48,14 +49,7 @@ function around(window: number, cap: number, perWindow: number): number[] {
 describe('the take script\'s fast path gives the general loop\'s reply and state', { skip }, () => {
   let redis: RedisServer;
   let admin: Redis;
-  before(async () => {
-    redis = await startRedis();
-    admin = new Redis(redis.url);
-  });
-  after(async () => {
-    admin.disconnect();
-    await redis.close();
-  });
+  shareRedis((shared) => ({ redis, admin } = shared));
 
   it('double for double, over runs of 1 to 256 requests from states around the boundaries', async () => {
     const now = START + 1000.25;

@@ -6,13 +6,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { LocalPetStore, StoredPet } from '../src/store/index.js';
-import { UNTIL_MS } from './support/wait.js';
+import type { LocalPetStore, StoredPet } from '../../src/store/index.js';
+import { UNTIL_MS } from './wait.js';
 
-export { UNTIL_MS, sleep, until } from './support/wait.js';
+export { UNTIL_MS, sleep, until } from './wait.js';
 
 /** The repository root (tests run from build/test/). */
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const BUNDLE = join(ROOT, 'dist', 'petstore.js');
 
 export const KEYS = {

@@ -3,15 +3,16 @@
 // reset through one link reaches another link's next request, and a request answered without
 // Redis leaves the token unknown until a reply to a later write names it (a late reply of an
 // earlier pipeline does not).
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Redis } from 'ioredis';
-import { ManualClock } from '../../src/core/clock.js';
-import { StoreGeneration, type Limits, type Logger } from '../../src/core/index.js';
-import { RedisLimiter, openRedisLink, type RedisLink } from '../../src/limits/index.js';
-import { skipUnless } from '../support/engines.js';
-import { until } from '../support/wait.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import type { Redis } from 'ioredis';
+import { ManualClock } from '../../../src/core/clock.js';
+import { StoreGeneration, type Limits, type Logger } from '../../../src/core/index.js';
+import { RedisLimiter, openRedisLink, type RedisLink } from '../../../src/limits/index.js';
+import { skipUnless } from '../../support/engines.js';
+import { until } from '../../support/wait.js';
+import type { RedisServer } from '../../support/redis.js';
+import { shareRedis } from '../../support/shared-redis.js';
 
 const FREE: Limits = { perMinute: 60, perDay: 1000 };
 const BAN = { after: 20, seconds: 300 };
@@ -39,15 +40,7 @@ async function takeSeeing(s: Side, id: string): Promise<string | undefined> {
 describe('Redis limiter: the store generation in the script replies', { skip }, () => {
   let redis: RedisServer;
   let admin: Redis;
-  before(async () => {
-    redis = await startRedis();
-    admin = new Redis(redis.url, { retryStrategy: () => 50 });
-    admin.on('error', () => undefined);
-  });
-  after(async () => {
-    admin.disconnect();
-    await redis.close();
-  });
+  shareRedis((shared) => ({ redis, admin } = shared));
 
   it('every request of a pipeline (coalesced ones too) is answered with the token Redis holds; a missing one is made', async (t) => {
     await admin.del(KEY);
