@@ -45,6 +45,8 @@ export interface Config {
     readonly digest: string;
     /** Requests the journal keeps (GET /__admin/requests), 0..100,000; 0: no journal. Default 1,000. */
     readonly journal: number;
+    /** Namespaces (/ns/{name}) there may be at once, 0..10,000; 0: none (/ns/... is an unknown path). Default 0. */
+    readonly namespaces: number;
   } | undefined;
   /** redis:// URL of the shared rate-limit state (docs/scaling.md); undefined: limits in process. */
   readonly limits: string | undefined;

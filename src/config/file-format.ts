@@ -126,5 +126,7 @@ export interface PetstoreConfig {
   admin?: ({ key: string; sha256?: never } | { sha256: string; key?: never }) & {
     /** Requests kept by the request journal (GET /__admin/requests), 0 (off) to 100000. Default `1000`. */
     journal?: number;
+    /** Namespaces (/ns/{name}, isolated worlds for parallel tests) there may be at once, 0 (off) to 10000. Default `0`. */
+    namespaces?: number;
   };
 }

@@ -326,10 +326,14 @@ function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>): 
     r.problem('admin must be an object {"sha256": "<hex digest>"} or {"key": "<key>"}');
     return undefined;
   }
-  for (const k of Object.keys(v)) if (k !== 'key' && k !== 'sha256' && k !== 'journal') r.problem(`admin.${k} is not a known field`);
+  for (const k of Object.keys(v)) if (k !== 'key' && k !== 'sha256' && k !== 'journal' && k !== 'namespaces') r.problem(`admin.${k} is not a known field`);
   const journal = v.journal === undefined ? DEFAULT_ADMIN_JOURNAL : v.journal;
   if (typeof journal !== 'number' || !Number.isInteger(journal) || journal < 0 || journal > MAX_ADMIN_JOURNAL) {
     r.problem(`admin.journal must be an integer from 0 (no request journal) to ${MAX_ADMIN_JOURNAL} (entries kept)`);
+  }
+  const namespaces = v.namespaces === undefined ? 0 : v.namespaces;
+  if (typeof namespaces !== 'number' || !Number.isInteger(namespaces) || namespaces < 0 || namespaces > MAX_ADMIN_NAMESPACES) {
+    r.problem(`admin.namespaces must be an integer from 0 (no namespaces) to ${MAX_ADMIN_NAMESPACES}`);
   }
   // The admin key empties the store: a short one is guessed from enough addresses, whatever
   // the per-address budget of 401s. (A digest's key cannot be measured.)
@@ -340,8 +344,11 @@ function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>): 
   if (digest === undefined) return undefined;
   const same = keys.get(digest);
   if (same !== undefined) r.problem(`admin is the same key as the API key named ${JSON.stringify(same.name)}: the admin key must be a key of its own`);
-  return Object.freeze({ digest, journal: journal as number });
+  return Object.freeze({ digest, journal: journal as number, namespaces: namespaces as number });
 }
+
+/** Namespaces (/ns/{name}) there may be at once, at most. */
+const MAX_ADMIN_NAMESPACES = 10_000;
 
 /** Requests the admin journal keeps by default, and at most. */
 export const DEFAULT_ADMIN_JOURNAL = 1000;
