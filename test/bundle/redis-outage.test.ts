@@ -4,7 +4,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { call, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { call, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startRedis } from '../support/redis.js';
 import { until } from '../support/wait.js';

@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { KEYS, call, startBundle, tempDir, testConfig, writeConfig } from '../helpers.js';
+import { KEYS, call, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { liveHeap, liveHeapEnv, type LiveHeap } from '../support/live-heap.js';
 import { startPostgres } from '../support/postgres.js';
