@@ -6,7 +6,7 @@ import { MemoryLimiter, type Limiter } from '../limits/index.js';
 import { canSnapshot, type PetStore } from '../store/index.js';
 import type { AdminControl, SnapshotControl } from './admin-routes.js';
 import { acrossWorkers } from './across-workers.js';
-import type { Peers } from './contract.js';
+import type { NamespaceControl, Peers } from './contract.js';
 import { Faults } from './faults.js';
 import { RequestJournal, countSlices, mergeSlices } from './journal.js';
 import { SharedFaults } from './shared-faults.js';
@@ -25,6 +25,8 @@ export interface HarnessInput {
   readonly addressLimiter: Limiter;
   /** The pets are in PostgreSQL (no snapshots). */
   readonly postgres: boolean;
+  /** The root's namespaces, when on. */
+  readonly namespaces?: NamespaceControl;
 }
 
 export interface Harness {
@@ -102,6 +104,7 @@ export function openHarness(h: HarnessInput): Harness {
       advance: (ms) => workers.advanceClock(ms),
     },
     snapshots,
+    namespaces: h.namespaces,
   };
   return {
     control,

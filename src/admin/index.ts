@@ -1,7 +1,7 @@
 // The admin harness's face: the /__admin operations, faults, the request journal, snapshots,
 // faults shared between workers, faults per request (Prefer), the embedder's handle's admin
-// features, and what the server wires them with.
-export type { Peers } from './contract.js';
+// features, namespaces, and what the server wires them with.
+export type { NamespaceControl, NamespaceListing, Peers } from './contract.js';
 export { ADMIN_MAX_BODY_BYTES, ADMIN_ROUTES, parseClockAdvance, parseSeedPets } from './admin-routes.js';
 export type { AdminContext, AdminControl, AdminRoute, ClockControl, JournalControl, SnapshotControl } from './admin-routes.js';
 export { ANY_OPERATION, CONNECTION_FAULTS, MAX_FAULT_COUNT, MAX_FAULT_DELAY_MS, errorCodeOf, faultAnswer, parseFault, seededRandom } from './fault-spec.js';
@@ -23,3 +23,5 @@ export { harnessFaults, openHarness } from './harness.js';
 export type { Harness, HarnessInput } from './harness.js';
 export { AdminOffError, handleAdmin } from './handle.js';
 export type { AdminSettings, FaultsHandle, HandleAdmin, JournalFilterObject, JournalHandle, JournalPageOut, SnapshotsHandle } from './handle.js';
+export { NAMESPACE_PREFIX, Namespaces, NoNamespaces, namespaceNameError } from './namespaces.js';
+export type { NamespaceSelect, NamespaceWorld, NamespacesOptions, WorldState } from './namespaces.js';

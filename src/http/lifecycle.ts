@@ -48,6 +48,7 @@ import { deprecationHeaders } from './deprecation.js';
 import { Exchange, type AppDeps, type Instance, type RequestListener } from './exchange.js';
 import { fail } from './failure.js';
 import { faults, prefer } from './injected-faults.js';
+import { prefixedBase, withNamespaces } from './namespaces.js';
 import { parseQuery } from './query.js';
 import { SLASH, base, checkRequestFields, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
 import {
@@ -153,19 +154,33 @@ export function createApp(deps: AppDeps): RequestListener {
     faults: deps.admin?.faults ?? new Faults(),
     operations: deps.routes.map((r) => r.operationId),
   };
-  app.table = buildTable(app, deps.config(), 1);
+  app.table = buildTable(app, deps.config(), nextGeneration());
   const ids = requestIds();
   const clock = deps.clock;
 
-  return (req, res) => {
+  const listener: RequestListener = (req, res) => {
     // The config snapshot of this request, taken once; a new one (a reload) rebuilds the
     // routes' phases and moves the generation the per-connection caches are checked against.
     const config = deps.config();
     let table = app.table as RouteTable<Phase>;
-    if (table.config !== config) table = app.table = buildTable(app, config, table.generation + 1);
+    if (table.config !== config) table = app.table = buildTable(app, config, nextGeneration());
     const x = new Exchange(req, res, clock.monotonic(), requestId(req, ids), config);
     dispatch(app, x, table)?.catch((err: unknown) => fail(app, x, err));
   };
+  // Namespaces: a listener in front, only while there may be some (namespaces.ts).
+  if (deps.namespaces === undefined) return listener;
+  return withNamespaces(listener, deps, deps.namespaces, createApp, (req, res, error) => {
+    fail(app, new Exchange(req, res, clock.monotonic(), requestId(req, ids), deps.config()), error);
+  });
+}
+
+/**
+ * Generations of route tables, over every app of the process: the per-connection caches are
+ * checked against them, and a connection may be served by the root and by namespaces' apps.
+ */
+let generations = 0;
+function nextGeneration(): number {
+  return ++generations;
 }
 
 /** Frame checks, then the matched route's phases. */
@@ -227,7 +242,8 @@ function run(app: Instance, x: Exchange, phases: readonly Phase[], from: number)
 
 /** The public base URL of this request's links, computed at most once per request. */
 export function baseOf(app: Instance, x: Exchange): string {
-  return (x.base ??= base(app, x.req, x.config));
+  const prefix = app.deps.pathPrefix;
+  return (x.base ??= prefix === undefined ? base(app, x.req, x.config) : prefixedBase(base(app, x.req, x.config), prefix));
 }
 
 // ---- The phases ----
@@ -426,6 +442,10 @@ class Input implements HandlerContext {
     this.store = app.deps.store;
     this.pages = app.pages;
     this.pets = app.pets;
+  }
+
+  get pathPrefix(): string | undefined {
+    return this.#app.deps.pathPrefix;
   }
 
   get query(): Query {
