@@ -17,8 +17,8 @@ def test_threads_in_their_own_namespaces_see_only_their_own(petstore):
     failures = []
 
     def work(index):
-        ns = petstore.namespace(f"{petstore.namespace_name}-t{index}")
         try:
+            ns = petstore.namespace(f"{petstore.namespace_name}-t{index}")
             start.wait(timeout=30)
             ids = [ns.create_pet(f"w{index}-{i}", index)["id"] for i in range(creates)]
             ns.clock.advance(1000 * index)
@@ -38,6 +38,7 @@ def test_threads_in_their_own_namespaces_see_only_their_own(petstore):
         except Exception:
             pass
     assert failures == []
+    assert sorted(seen) == list(range(workers))
     for index, (ids, names, created, offset) in seen.items():
         assert ids == list(range(1, creates + 1))
         assert names == [f"w{index}-{i}" for i in range(creates)]

@@ -44,12 +44,17 @@ _counter = itertools.count(1)
 _tag = f"{os.environ.get('PYTEST_XDIST_WORKER', 'p')}-{os.getpid():x}{secrets.token_hex(2)}"
 
 
+NAME_ROOM = 8
+"""Characters a namespace name leaves free, for a test that makes more namespaces from its own
+(``petstore.namespace(petstore.namespace_name + "-a")``)."""
+
+
 def namespace_name(test_name: str) -> str:
     """A namespace name unique in this process (worker id, pid, random bits, a counter), with
-    as much of the test's name as fits in 64 characters, to tell it apart in listings."""
+    as much of the test's name as fits in 64 - NAME_ROOM characters, to tell it apart in listings."""
     head = f"{_tag}-{next(_counter)}"
     readable = re.sub(r"[^A-Za-z0-9._-]+", "-", test_name).strip("-")
-    return f"{head}-{readable}"[:64].rstrip("-") if readable else head
+    return f"{head}-{readable}"[: 64 - NAME_ROOM].rstrip("-") if readable else head
 
 
 def _from_environment() -> Optional[Service]:
