@@ -4,9 +4,9 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { main } from './cli/index.js';
 
-export { startPetstore, StartError } from './server/index.js';
+export { AdminOffError, startPetstore, StartError } from './server/index.js';
 export type { StartErrorKind } from './server/index.js';
-export type { StartOptions, PetstoreHandle, LogFunction, HarnessClock, JournalQuery, JournalRequest, JournalPage } from './server/index.js';
+export type { StartOptions, PetstoreHandle, LogFunction, HarnessClock, JournalQuery, JournalRequest, JournalPage, NamespaceHandle, HandleJournal, HandleFaults, HandleSnapshots, FaultInput } from './server/index.js';
 export { ConfigError } from './config/index.js';
 export type { ClearKeyConfig, DigestKeyConfig, KeyConfig, PetstoreConfig, PlanLimits } from './config/index.js';
 export type { Pet, NewPet, PetStatus, Clock, Logger, LogLevel } from './core/index.js';

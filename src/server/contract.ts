@@ -68,6 +68,29 @@ export interface PetstoreHandle {
   snapshot(name: string): Promise<{ name: string; pets: number }>;
   /** Puts a named snapshot back exactly as saved; rejects for an unknown name. (snapshots.restore) */
   restore(name: string): Promise<void>;
+  /**
+   * A handle bound to namespace `name` (made now if it is new, as by its first request): its
+   * own url (`.../ns/{name}/v1`), clock, reset, seed, journal, faults and snapshots. Throws an
+   * AdminOffError without `admin.namespaces`, a RangeError for a bad name, an Error past the bound.
+   */
+  namespace(name: string): NamespaceHandle;
+}
+
+/** A namespace of a running instance, as handle.namespace(name) gives it. */
+export interface NamespaceHandle {
+  readonly name: string;
+  /** Its base URL, e.g. "http://127.0.0.1:54321/ns/test-42/v1". */
+  readonly url: string;
+  /** Its clock: moving it moves this namespace's time only. */
+  readonly clock: HarnessClock;
+  /** Empties this namespace only (pets, limits, faults, journal, clock). */
+  reset(): Promise<void>;
+  seed(pets: ReadonlyArray<NewPet & { id?: number }>): Promise<Pet[]>;
+  readonly journal: HandleJournal;
+  readonly faults: HandleFaults;
+  readonly snapshots: HandleSnapshots;
+  snapshot(name: string): Promise<{ name: string; pets: number }>;
+  restore(name: string): Promise<void>;
 }
 
 /** handle.journal: a function (a query) with methods. */
@@ -181,4 +204,6 @@ export interface JournalPage {
 export type { Peers } from '../admin/index.js';
 
 export { StartError } from '../core/index.js';
+/** What a handle's admin call throws when the config has that feature off. */
+export { AdminOffError } from '../admin/index.js';
 export type { StartErrorKind } from '../core/index.js';

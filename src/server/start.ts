@@ -3,10 +3,10 @@
 // run in one process. Each part is opened in its own file: the backends (backends.ts), the
 // admin harness (src/admin/), the config and its reloads (reload.ts), the node:http server
 // (node-server.ts).
-import { ADMIN_ROUTES, Namespaces, handleAdmin, harnessFaults, openHarness, type AdminSettings, type Peers } from '../admin/index.js';
+import { ADMIN_ROUTES, AdminOffError, Namespaces, handleAdmin, harnessFaults, openHarness, type AdminSettings, type Peers } from '../admin/index.js';
 import { ROUTES, openApiRoute } from '../api/index.js';
 import { limitsUrlProblem, type Config } from '../config/index.js';
-import { asStartError, functionLogger, jsonLogger, safeStdout, serviceClock, silentLogger, type ServiceClock } from '../core/index.js';
+import { ApiError, asStartError, functionLogger, jsonLogger, safeStdout, serviceClock, silentLogger, type ServiceClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
 import { createApp, orderPipelined, takeTurns } from '../http/index.js';
 import { SCRAPE_MAX_AGE_MS, ServiceMetrics, cachedScrape } from '../metrics/index.js';
@@ -144,6 +144,23 @@ export async function startWithConfig(
       return stored.map((s) => ({ ...s.pet }));
     },
     reload,
+    namespace(name) {
+      // Made by its first use, as by a first request; off (no admin.namespaces) or past the bound: said so.
+      if (namespaces === undefined) throw new AdminOffError('namespaces', 'Namespaces are off: the config has no "admin": {"namespaces": N} (N from 1 to 10000).');
+      const world = namespaces.select(name);
+      if (world instanceof ApiError) throw world.status === 400 ? new RangeError(world.message) : new Error(world.message);
+      return {
+        name: world.name,
+        url: `http://${host}:${address.port}${world.prefix}/v1`,
+        clock: world.clock,
+        reset: () => world.harness.reset(),
+        ...handleAdmin(world.harness, () => adminSettings(inForce.config), routes.map((r) => r.operationId)),
+        async seed(pets) {
+          const stored = await world.store.seed(pets);
+          return stored.map((s) => ({ ...s.pet }));
+        },
+      };
+    },
   };
 }
 

@@ -20,7 +20,8 @@ interface Handle {
   snapshots: { save(n: string): Promise<{ name: string; pets: number }>; restore(n: string): Promise<void>; list(): Array<{ name: string }>; delete(n: string): void };
 }
 interface PetstoreModule {
-  startPetstore(o: Record<string, unknown>): Promise<Handle>;
+  startPetstore(o: Record<string, unknown>): Promise<Handle & { namespace(name: string): Handle & { name: string; clock: { advance(ms: number): void; offsetMs: number } } }>;
+  AdminOffError: new (...args: never[]) => Error;
 }
 
 const ADMIN_KEY = 'admin-key-for-embedding-0123';
@@ -85,4 +86,33 @@ describe('the handle has every admin feature', () => {
       await quiet.close();
     }
   });
+});
+
+test('handle.namespace(name): a handle of one namespace, with every admin feature; off, it says so', async () => {
+  const { startPetstore, AdminOffError } = (await import(pathToFileURL(BUNDLE).href)) as PetstoreModule;
+  const store = await startPetstore({ port: 0, config: { keys, admin: { key: ADMIN_KEY, namespaces: 2 } } });
+  try {
+    const a = store.namespace('test-a');
+    assert.match(a.url, /\/ns\/test-a\/v1$/);
+    assert.equal((await post(`${a.url}/pets`, KEYS.pro, { name: 'Rex', categoryId: 1 })).status, 201);
+    assert.equal(await a.journal.count({ operation: 'createPet' }), 1);
+    assert.equal(await store.journal.count(), 0, 'the root saw nothing');
+    await a.faults.arm({ operation: 'listPets', status: 500 });
+    assert.equal((await call(`${store.url}/pets`, { key: KEYS.pro })).status, 200, 'a fault of the namespace is not the root\'s');
+    assert.equal((await call(`${a.url}/pets`, { key: KEYS.pro })).status, 500);
+    a.clock.advance(60_000);
+    assert.equal(a.clock.offsetMs, 60_000);
+    assert.equal(store.namespace('test-a').url, a.url, 'the same namespace again');
+    store.namespace('test-b');
+    assert.throws(() => store.namespace('test-c'), /2/, 'past the bound');
+    assert.throws(() => store.namespace('bad name'), RangeError);
+  } finally {
+    await store.close();
+  }
+  const off = await startPetstore({ port: 0, config: { keys, admin: { key: ADMIN_KEY } } });
+  try {
+    assert.throws(() => off.namespace('x'), (err: Error) => err instanceof AdminOffError && /namespaces/.test(err.message));
+  } finally {
+    await off.close();
+  }
 });
