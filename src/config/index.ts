@@ -1,5 +1,5 @@
 // The config's face: its contract, parsing and loading, and the key digest.
-export type { Config, KeyEntry } from './contract.js';
+export type { AddressRange, Config, KeyEntry, TrustProxy } from './contract.js';
 export type { ClearKeyConfig, DigestKeyConfig, KeyConfig, PetstoreConfig, PlanLimits } from './file-format.js';
 export { ConfigError } from './errors.js';
 export { DEFAULT_PLANS } from './defaults.js';
@@ -11,3 +11,4 @@ export { MAX_CONFIG_BYTES, loadConfigFile, repeatedMembers } from './load.js';
 export { limitsUrlProblem } from './limits-url.js';
 export { jsonSyntaxError } from './json-syntax.js';
 export { percentEncodingProblem } from './url-encoding.js';
+export { addressBytes, inRange, MAX_PROXY_HOPS } from './proxies.js';

@@ -13,6 +13,7 @@ import { keyNameProblem } from './key-name.js';
 import { ConfigError } from './errors.js';
 import { limitsUrlProblem } from './limits-url.js';
 import { percentEncodingProblem } from './url-encoding.js';
+import { readTrustProxy } from './proxies.js';
 
 const TOP_LEVEL: ReadonlySet<string> = new Set(Object.keys(CONFIG_FIELDS));
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
@@ -103,11 +104,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   const anonymousTableSize = raw.anonymousTableSize === undefined ? 100_000 : r.positiveInt(raw.anonymousTableSize, 'anonymousTableSize');
   const maxBodyBytes = raw.maxBodyBytes === undefined ? 64 * 1024 : r.positiveInt(raw.maxBodyBytes, 'maxBodyBytes');
   const maxQueuedWrites = raw.maxQueuedWrites === undefined ? DEFAULT_MAX_QUEUED_WRITES : r.positiveInt(raw.maxQueuedWrites, 'maxQueuedWrites');
-  let trustProxy = false;
-  if (raw.trustProxy !== undefined) {
-    if (typeof raw.trustProxy === 'boolean') trustProxy = raw.trustProxy;
-    else r.problem('trustProxy must be true or false');
-  }
+  const trustProxy = readTrustProxy(raw.trustProxy, (text) => r.problem(text));
   const cors = readCors(r, raw.cors);
   const idempotencyRetentionHours = readRetention(r, raw.idempotencyRetentionHours);
   let metrics = false;
