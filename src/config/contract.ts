@@ -67,3 +67,14 @@ export type TrustProxy =
   | { readonly hops: number }
   /** The proxies' addresses: a hop is believed while it comes from one of these. */
   | { readonly ranges: readonly AddressRange[] };
+
+/** What a config gets from outside it when it does not say (parseConfig, loadConfigFile). */
+export interface ConfigDefaults {
+  /**
+   * The admin (the config file's `admin` form) when the config has no `admin` of its own:
+   * PETSTORE_ADMIN_KEY, or startPetstore's `admin` option.
+   */
+  readonly admin?: unknown;
+  /** How messages name that admin (default `admin`). */
+  readonly adminSource?: string;
+}

@@ -125,3 +125,6 @@ export interface PetstoreConfig {
     journal?: number;
   };
 }
+
+/** The admin as the config file gives it (and PETSTORE_ADMIN_KEY, and startPetstore's `admin` option). */
+export type AdminConfig = NonNullable<PetstoreConfig['admin']>;

@@ -5,7 +5,7 @@ import {
   DEFAULT_IDEMPOTENCY_RETENTION_HOURS, DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_IDEMPOTENCY_RETENTION_HOURS, MAX_LIMIT, MAX_WORKERS,
   type Limits,
 } from '../core/index.js';
-import type { Config, KeyEntry } from './contract.js';
+import type { Config, ConfigDefaults, KeyEntry } from './contract.js';
 import { DEFAULT_PLANS } from './defaults.js';
 import { CONFIG_FIELDS } from './fields.js';
 import { keyDigest } from './digest.js';
@@ -66,7 +66,7 @@ class Reader {
  * Validate a parsed config. `source` names it in messages; `baseDir` anchors a relative
  * dataFile (the config file's own directory, so a service's cwd does not matter).
  */
-export function parseConfig(raw: unknown, source: string, baseDir: string): Config {
+export function parseConfig(raw: unknown, source: string, baseDir: string, defaults: ConfigDefaults = {}): Config {
   const r = new Reader();
   if (!isObject(raw)) throw new ConfigError(source, ['the config must be a JSON object']);
   for (const k of Object.keys(raw)) if (!TOP_LEVEL.has(k)) r.problem(`unknown top-level field "${k}"`);
@@ -112,7 +112,11 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     if (typeof raw.metrics === 'boolean') metrics = raw.metrics;
     else r.problem('metrics must be true or false');
   }
-  const admin = readAdmin(r, raw.admin, keys);
+  // The admin given outside the config (PETSTORE_ADMIN_KEY, startPetstore's admin) applies
+  // when the config has none: the config's own wins.
+  const admin = raw.admin === undefined && defaults.admin !== undefined
+    ? readAdmin(r, defaults.admin, keys, defaults.adminSource ?? 'admin')
+    : readAdmin(r, raw.admin, keys, 'admin');
   const connections = readConnectionBounds(r, raw);
   let logLevel: Config['logLevel'] = 'info';
   if (raw.logLevel !== undefined) {
@@ -312,27 +316,32 @@ function readKeyDigest(r: Reader, item: Raw, where: string): string | undefined 
 }
 
 /** The admin key of /__admin (test harnesses): given like an API key, and none of them. */
-function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>): Config['admin'] {
+function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>, where: string): Config['admin'] {
   if (v === undefined) return undefined;
   if (!isObject(v)) {
-    r.problem('admin must be an object {"sha256": "<hex digest>"} or {"key": "<key>"}');
+    r.problem(`${where} must be an object {"sha256": "<hex digest>"} or {"key": "<key>"}`);
     return undefined;
   }
-  for (const k of Object.keys(v)) if (k !== 'key' && k !== 'sha256' && k !== 'journal') r.problem(`admin.${k} is not a known field`);
+  for (const k of Object.keys(v)) if (k !== 'key' && k !== 'sha256' && k !== 'journal') r.problem(`${where}.${k} is not a known field`);
   const journal = v.journal === undefined ? DEFAULT_ADMIN_JOURNAL : v.journal;
   if (typeof journal !== 'number' || !Number.isInteger(journal) || journal < 0 || journal > MAX_ADMIN_JOURNAL) {
-    r.problem(`admin.journal must be an integer from 0 (no request journal) to ${MAX_ADMIN_JOURNAL} (entries kept)`);
+    r.problem(`${where}.journal must be an integer from 0 (no request journal) to ${MAX_ADMIN_JOURNAL} (entries kept)`);
   }
   // The admin key empties the store: a short one is guessed from enough addresses, whatever
   // the per-address budget of 401s. (A digest's key cannot be measured.)
-  if (typeof v.key === 'string' && TOKEN68.test(v.key) && v.key.length < MIN_ADMIN_KEY_LENGTH) {
-    r.problem(`admin.key must be at least ${MIN_ADMIN_KEY_LENGTH} characters long (it has ${v.key.length}); make one with: openssl rand -hex 16`);
-  }
-  const digest = readKeyDigest(r, v, 'admin');
+  if (typeof v.key === 'string' && TOKEN68.test(v.key) && v.key.length < MIN_ADMIN_KEY_LENGTH) r.problem(`${where}.key ${adminKeyProblem(v.key)}`);
+  const digest = readKeyDigest(r, v, where);
   if (digest === undefined) return undefined;
   const same = keys.get(digest);
-  if (same !== undefined) r.problem(`admin is the same key as the API key named ${JSON.stringify(same.name)}: the admin key must be a key of its own`);
+  if (same !== undefined) r.problem(`${where} is the same key as the API key named ${JSON.stringify(same.name)}: the admin key must be a key of its own`);
   return Object.freeze({ digest, journal: journal as number });
+}
+
+/** What is wrong with an admin key given in clear (never the key itself), or undefined. */
+export function adminKeyProblem(key: string): string | undefined {
+  if (!TOKEN68.test(key)) return 'must be a non-empty string of token characters (A-Z a-z 0-9 - . _ ~ + /)';
+  if (key.length < MIN_ADMIN_KEY_LENGTH) return `must be at least ${MIN_ADMIN_KEY_LENGTH} characters long (it has ${key.length}); make one with: openssl rand -hex 16`;
+  return undefined;
 }
 
 /** Requests the admin journal keeps by default, and at most. */

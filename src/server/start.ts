@@ -22,9 +22,10 @@ import { openLimiters } from './limiters.js';
 
 const SAVE_LIMITS_EVERY_MS = 30_000;
 
-async function resolveConfig(source: StartOptions['config']): Promise<Config> {
-  if (typeof source === 'string') return loadConfigFile(source);
-  return parseConfig(source ?? {}, 'config object', process.cwd());
+async function resolveConfig(source: StartOptions['config'], admin: StartOptions['admin'], adminSource: string): Promise<Config> {
+  const defaults = { admin, adminSource };
+  if (typeof source === 'string') return loadConfigFile(source, defaults);
+  return parseConfig(source ?? {}, 'config object', process.cwd(), defaults);
 }
 
 function resolveLogger(option: StartOptions['logger'], config: Config): Logger {
@@ -46,6 +47,8 @@ export function startPetstore(options: StartOptions = {}): Promise<PetstoreHandl
  */
 export interface ProcessCount {
   readonly processes?: number;
+  /** How messages name `admin` (the command line's: PETSTORE_ADMIN_KEY). Default: the admin option. */
+  readonly adminSource?: string;
 }
 
 /**
@@ -57,7 +60,7 @@ export interface ProcessCount {
 export async function startWithConfig(
   options: StartOptions & ProcessCount, loaded: Config | undefined, peers?: Peers, beforeListen?: (reload: () => Promise<void>) => Promise<void>,
 ): Promise<PetstoreHandle> {
-  let config = loaded ?? await resolveConfig(options.config);
+  let config = loaded ?? await resolveConfig(options.config, options.admin, options.adminSource ?? 'the admin option');
   // node:cluster forks the running script with its arguments: the command line's, not an
   // embedder's program, which would start again from its top in every worker.
   if (loaded === undefined && config.workers > 1) {
@@ -151,7 +154,7 @@ export async function startWithConfig(
 
   /** Reads and checks everything first; then swaps in one step that cannot throw. */
   const applyReload = async (source: StartOptions['config']): Promise<void> => {
-    const next = await resolveConfig(source ?? options.config);
+    const next = await resolveConfig(source ?? options.config, options.admin, options.adminSource ?? 'the admin option');
     checkConfiguration(next.ban);
     checkConfiguration(next.ban, next.anonymousTableSize);
     const kept = new Set(next.keys.keys());
