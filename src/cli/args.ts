@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, adminKeyProblem, limitsUrlProblem, loadConfigFile, parseConfig, percentEncodingProblem, type AdminConfig, type Config, type PetstoreConfig } from '../config/index.js';
-import { MAX_WORKERS } from '../core/index.js';
+import { MAX_WORKERS, clip } from '../core/index.js';
 import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from '../store/index.js';
 import { parseArgsOptions } from './flags.js';
 import { petsLocation, storeSetting } from './pets-location.js';
@@ -100,7 +100,7 @@ export function parse(argv: readonly string[]): Parsed | 'help' | 'version' {
 }
 
 function parsePort(raw: string, where: string): number {
-  if (!/^[0-9]{1,5}$/.test(raw) || Number(raw) > 65535) throw new UsageError(`${where} must be a port number from 0 to 65535, got "${raw}"`);
+  if (!/^[0-9]{1,5}$/.test(raw) || Number(raw) > 65535) throw new UsageError(`${where} must be a port number from 0 to 65535, got "${clip(raw, 60)}"`);
   return Number(raw);
 }
 

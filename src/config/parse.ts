@@ -3,7 +3,7 @@
 import { resolve } from 'node:path';
 import {
   DEFAULT_IDEMPOTENCY_RETENTION_HOURS, DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_IDEMPOTENCY_RETENTION_HOURS, MAX_LIMIT, MAX_WORKERS,
-  type Limits,
+  clip, type Limits,
 } from '../core/index.js';
 import type { Config, ConfigDefaults, KeyEntry } from './contract.js';
 import { DEFAULT_PLANS } from './defaults.js';
@@ -36,12 +36,12 @@ class Reader {
   }
   positiveInt(v: unknown, where: string): number | undefined {
     if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) return v;
-    this.problem(`${where} must be a positive integer, got ${JSON.stringify(v) ?? 'nothing'}`);
+    this.problem(`${where} must be a positive integer, got ${shown(v)}`);
     return undefined;
   }
   limits(v: unknown, where: string): Limits | undefined {
     if (!isObject(v)) {
-      this.problem(`${where} must be an object {"perMinute": N, "perDay": N}`);
+      this.problem(`${where} must be an object {"perMinute": N, "perDay": N}, got ${shown(v)}`);
       return undefined;
     }
     for (const k of Object.keys(v)) if (k !== 'perMinute' && k !== 'perDay') this.problem(`${where}.${k} is not a known field`);
@@ -52,12 +52,12 @@ class Reader {
   /** A rate (requests per minute or per day): bounded so the limiter's arithmetic holds. */
   limit(v: unknown, where: string): number | undefined {
     if (typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= MAX_LIMIT) return v;
-    this.problem(`${where} must be a positive integer no larger than ${MAX_LIMIT}, got ${JSON.stringify(v) ?? 'nothing'}`);
+    this.problem(`${where} must be a positive integer no larger than ${MAX_LIMIT}, got ${shown(v)}`);
     return undefined;
   }
   string(v: unknown, where: string): string | undefined {
     if (typeof v === 'string' && v !== '') return v;
-    this.problem(`${where} must be a non-empty string`);
+    this.problem(`${where} must be a non-empty string, got ${shown(v)}`);
     return undefined;
   }
 }
@@ -75,7 +75,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string, defau
   let port = 8080;
   if (raw.port !== undefined) {
     if (typeof raw.port === 'number' && Number.isInteger(raw.port) && raw.port >= 0 && raw.port <= 65535) port = raw.port;
-    else r.problem('port must be an integer from 0 to 65535');
+    else r.problem(`port must be an integer from 0 to 65535, got ${shown(raw.port)}`);
   }
   let dataFile: string | undefined;
   if (raw.dataFile !== undefined && raw.dataFile !== null) {
@@ -110,7 +110,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string, defau
   let metrics = false;
   if (raw.metrics !== undefined) {
     if (typeof raw.metrics === 'boolean') metrics = raw.metrics;
-    else r.problem('metrics must be true or false');
+    else r.problem(`metrics must be true or false, got ${shown(raw.metrics)}`);
   }
   // The admin given outside the config (PETSTORE_ADMIN_KEY, startPetstore's admin) applies
   // when the config has none: the config's own wins.
@@ -167,7 +167,7 @@ function readEnvironments(r: Reader, v: unknown): Config['environments'] {
   const out = { production: 'https://api.example.com/v1', staging: 'https://staging-api.example.com/v1' };
   if (v === undefined) return out;
   if (!isObject(v)) {
-    r.problem('environments must be an object {"production": URL, "staging": URL}');
+    r.problem(`environments must be an object {"production": URL, "staging": URL}, got ${shown(v)}`);
     return out;
   }
   for (const [name, url] of Object.entries(v)) {
@@ -222,7 +222,7 @@ function readPlans(r: Reader, v: unknown): { plans: ReadonlyMap<string, Limits>;
   const invalid = new Set<string>();
   if (v === undefined) return { plans: DEFAULT_PLANS, invalid };
   if (!isObject(v)) {
-    r.problem('plans must be an object of plan name to {"perMinute", "perDay"}');
+    r.problem(`plans must be an object of plan name to {"perMinute", "perDay"}, got ${shown(v)}`);
     return { plans: new Map(), invalid };
   }
   // A Map, not an object: a plan named "toString" or "__proto__" must be one the config
@@ -337,6 +337,11 @@ function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>, w
   return Object.freeze({ digest, journal: journal as number });
 }
 
+/** A bad value as a message shows it: JSON, clipped (never used for a key or a URL with a password). */
+function shown(v: unknown): string {
+  return clip(JSON.stringify(v) ?? String(v), 60);
+}
+
 /** What is wrong with an admin key given in clear (never the key itself), or undefined. */
 export function adminKeyProblem(key: string): string | undefined {
   if (!TOKEN68.test(key)) return 'must be a non-empty string of token characters (A-Z a-z 0-9 - . _ ~ + /)';
@@ -351,7 +356,7 @@ export const MAX_ADMIN_JOURNAL = 100_000;
 function readBan(r: Reader, v: unknown): Config['ban'] {
   if (v === undefined) return { after: 20, seconds: 300 };
   if (!isObject(v)) {
-    r.problem('ban must be an object {"after": N, "seconds": N}');
+    r.problem(`ban must be an object {"after": N, "seconds": N}, got ${shown(v)}`);
     return { after: 20, seconds: 300 };
   }
   for (const k of Object.keys(v)) if (k !== 'after' && k !== 'seconds') r.problem(`ban.${k} is not a known field`);
@@ -366,7 +371,7 @@ function readBan(r: Reader, v: unknown): Config['ban'] {
 function readCors(r: Reader, v: unknown): Config['cors'] {
   if (v === undefined) return { origins: [] };
   if (!isObject(v) || !Array.isArray(v.origins)) {
-    r.problem('cors must be an object {"origins": ["https://app.example.com", ...]}');
+    r.problem(`cors must be an object {"origins": ["https://app.example.com", ...]}, got ${shown(v)}`);
     return { origins: [] };
   }
   const origins: string[] = [];
