@@ -3,8 +3,8 @@
 import { existsSync } from 'node:fs';
 import { basename, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError, limitsUrlProblem, loadConfigFile, parseConfig, percentEncodingProblem, type Config, type PetstoreConfig } from '../config/index.js';
-import { MAX_WORKERS } from '../core/index.js';
+import { ConfigError, adminKeyProblem, limitsUrlProblem, loadConfigFile, parseConfig, percentEncodingProblem, type AdminConfig, type Config, type PetstoreConfig } from '../config/index.js';
+import { MAX_WORKERS, clip } from '../core/index.js';
 import { MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from '../store/index.js';
 import { parseArgsOptions } from './flags.js';
 import { petsLocation, storeSetting } from './pets-location.js';
@@ -34,6 +34,7 @@ export const USAGE = `Usage: node dist/petstore.js [options]
   --version            print the version
 
 Environment: PETSTORE_CONFIG, PETSTORE_DATA, PETSTORE_STORE, PETSTORE_LIMITS, PETSTORE_WORKERS, PORT, HOST (a flag wins over its variable);
+PETSTORE_ADMIN_KEY: the admin endpoints on with this key, for a config without "admin" (never printed);
 PETSTORE_LOCK_STALE_MS (default 10000): a data file lock not refreshed for that long is taken over.
 Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the config file.
 The first line on stdout is "petstore listening on http://HOST:PORT/v1".`;
@@ -69,6 +70,8 @@ export interface Resolved {
   logLevel: Config['logLevel'];
   /** Where the rate limits live (flag > PETSTORE_LIMITS > config); undefined: in process. */
   limits: string | undefined;
+  /** PETSTORE_ADMIN_KEY as an admin, for a config without one (the config's wins); kept across reloads. */
+  admin: AdminConfig | undefined;
   /** Processes sharing the port (flag > PETSTORE_WORKERS > config); 1: this process serves alone. */
   workers: number;
 }
@@ -97,7 +100,7 @@ export function parse(argv: readonly string[]): Parsed | 'help' | 'version' {
 }
 
 function parsePort(raw: string, where: string): number {
-  if (!/^[0-9]{1,5}$/.test(raw) || Number(raw) > 65535) throw new UsageError(`${where} must be a port number from 0 to 65535, got "${raw}"`);
+  if (!/^[0-9]{1,5}$/.test(raw) || Number(raw) > 65535) throw new UsageError(`${where} must be a port number from 0 to 65535, got "${clip(raw, 60)}"`);
   return Number(raw);
 }
 
@@ -112,18 +115,32 @@ export function lockStaleFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   return ms;
 }
 
+/** The variable that turns the admin endpoints on with its key (docs/operating.md). */
+export const ADMIN_KEY_ENV = 'PETSTORE_ADMIN_KEY';
+
+/** PETSTORE_ADMIN_KEY as the config file's `admin` form (every other setting at its default); the key is never echoed. */
+function adminFromEnv(env: NodeJS.ProcessEnv): AdminConfig | undefined {
+  const key = env[ADMIN_KEY_ENV];
+  if (key === undefined || key === '') return undefined;
+  const problem = adminKeyProblem(key);
+  if (problem !== undefined) throw new UsageError(`${ADMIN_KEY_ENV} ${problem}`);
+  return { key };
+}
+
 export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: Io): Promise<Resolved> {
   const str = (name: string): string | undefined => (typeof flags[name] === 'string' ? (flags[name] as string) : undefined);
   const explicitConfig = str('config') ?? (env.PETSTORE_CONFIG || undefined);
+  const admin = adminFromEnv(env);
+  const defaults = { admin, adminSource: ADMIN_KEY_ENV };
   let config: Config;
   let configSource: string | PetstoreConfig;
   if (explicitConfig !== undefined || existsSync('petstore.config.json')) {
     configSource = resolve(explicitConfig ?? 'petstore.config.json');
-    config = await loadConfigFile(configSource);
+    config = await loadConfigFile(configSource, defaults);
   } else {
     // Said once the start is through, with where the pets and limits really live (places.ts).
     configSource = BUILT_IN_CONFIG;
-    config = parseConfig(configSource, 'built-in demo config', process.cwd());
+    config = parseConfig(configSource, 'built-in demo config', process.cwd(), defaults);
   }
   const where = petsLocation(flags, env, config);
   if (typeof where === 'string') throw new UsageError(where);
@@ -163,7 +180,7 @@ export async function resolveOptions(flags: Parsed, env: NodeJS.ProcessEnv, io: 
     throw new UsageError(`${workers} workers need ${missing}: one data file has one writer, and limits kept in each process would multiply every budget`);
   }
   return {
-    limits, workers,
+    limits, workers, admin,
     config, configSource, dataFile, store, memory: flags.memory === true, port, host, env: envName, seedFile: str('seed'),
     logLevel: (level as Config['logLevel'] | undefined) ?? config.logLevel,
   };

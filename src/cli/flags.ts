@@ -31,6 +31,7 @@ export const CLI_OPTIONS: readonly CliOption[] = [
   { flag: 'help', short: 'h', meaning: 'print the usage and exit' },
   { flag: 'version', short: 'v', meaning: 'print the version and exit' },
   { env: 'PETSTORE_LOCK_STALE_MS', default: '10000', meaning: 'milliseconds a data file lock may go without a heartbeat before a start takes it over (100 to 3600000)' },
+  { env: 'PETSTORE_ADMIN_KEY', default: 'none', meaning: 'turns the admin endpoints on with this key (16 or more token characters), every other admin setting at its default, for a config without `admin` (the config\'s wins); never printed' },
 ];
 
 /** The options of node:util parseArgs, from the table. */

@@ -1,12 +1,12 @@
 // What the command line starts a server with, from the resolved options: shared by the one
 // process of the default and by each worker of --workers N.
 import type { Logger, NewPet } from '../core/index.js';
-import { StartError, type StartOptions } from '../server/index.js';
+import { StartError, type startWithConfig } from '../server/index.js';
 import { ConfigError } from '../config/index.js';
 import { StoreOpenError } from '../store/index.js';
-import { UsageError, lockStaleFromEnv, type Resolved } from './args.js';
+import { ADMIN_KEY_ENV, UsageError, lockStaleFromEnv, type Resolved } from './args.js';
 
-export function startOptions(resolved: Resolved, env: NodeJS.ProcessEnv, logger: Logger, seed: ReadonlyArray<NewPet & { id?: number }> | undefined): StartOptions {
+export function startOptions(resolved: Resolved, env: NodeJS.ProcessEnv, logger: Logger, seed: ReadonlyArray<NewPet & { id?: number }> | undefined): Parameters<typeof startWithConfig>[0] {
   return {
     config: resolved.configSource,
     dataFile: resolved.dataFile,
@@ -18,6 +18,8 @@ export function startOptions(resolved: Resolved, env: NodeJS.ProcessEnv, logger:
     logger,
     lockStaleMs: lockStaleFromEnv(env),
     limits: resolved.limits,
+    admin: resolved.admin,
+    adminSource: ADMIN_KEY_ENV,
   };
 }
 

@@ -29,7 +29,8 @@ export interface Config {
   readonly maxBodyBytes: number;
   /** Creates that may wait for the data file's batch in flight; past it, 503 at once. */
   readonly maxQueuedWrites: number;
-  readonly trustProxy: boolean;
+  /** Which proxies' X-Forwarded-For hops are believed (proxies.ts); false: none. */
+  readonly trustProxy: TrustProxy;
   readonly cors: { readonly origins: readonly string[] };
   readonly logLevel: LogLevel | 'silent';
   /** Concurrent connections; past it new ones are closed at once. */
@@ -61,4 +62,28 @@ export interface Config {
   readonly workers: number;
   /** Absolute path where the in-process key limiter's state is saved (restarts keep it); undefined: beside the data file, if any. */
   readonly limitsFile: string | undefined;
+}
+
+/** An address range: the address's bytes (4 or 16) and how many leading bits must match. */
+export interface AddressRange {
+  readonly bytes: Uint8Array;
+  readonly bits: number;
+}
+
+export type TrustProxy =
+  | false
+  /** N proxies in a chain in front; `true` is `{ hops: 1 }`. */
+  | { readonly hops: number }
+  /** The proxies' addresses: a hop is believed while it comes from one of these. */
+  | { readonly ranges: readonly AddressRange[] };
+
+/** What a config gets from outside it when it does not say (parseConfig, loadConfigFile). */
+export interface ConfigDefaults {
+  /**
+   * The admin (the config file's `admin` form) when the config has no `admin` of its own:
+   * PETSTORE_ADMIN_KEY, or startPetstore's `admin` option.
+   */
+  readonly admin?: unknown;
+  /** How messages name that admin (default `admin`). */
+  readonly adminSource?: string;
 }

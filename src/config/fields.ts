@@ -53,7 +53,7 @@ export const CONFIG_FIELDS = {
   plans: {
     default: { free: { perMinute: 60, perDay: 1000 }, pro: { perMinute: 300, perDay: 10000 }, business: { perMinute: 1000, perDay: 100000 } },
     applied: 'reload',
-    meaning: 'plan name -> `{perMinute, perDay}`, each an integer from 1 to 10^12',
+    meaning: 'plan name -> `{perMinute, perDay}`, each an integer from 1 to 10^12; merged with the defaults: a plan named here replaces the default of that name, the other defaults stay',
   },
   keys: {
     default: [], applied: 'reload',
@@ -71,7 +71,7 @@ export const CONFIG_FIELDS = {
   maxConnections: { default: 10000, applied: 'reload', meaning: 'concurrent connections; past it new ones are closed at once' },
   trustProxy: {
     default: false, applied: 'reload',
-    meaning: 'behind a reverse proxy: the client address from the last `X-Forwarded-For` hop, the links\' scheme and host from the proxy',
+    meaning: 'behind reverse proxies: `true` (one proxy), a number of proxies in a chain (1 to 16), or the proxies\' addresses and CIDR ranges; the client address from `X-Forwarded-For` as far as they are believed, the links\' scheme and host from the proxy',
   },
   cors: { default: { origins: [] }, defaultNote: 'no CORS header', applied: 'reload', meaning: 'origins allowed to call from a browser (`"*"`: any)' },
   logLevel: { default: 'info', applied: 'restart', meaning: 'least level logged: `debug`, `info`, `warn`, `error`, `silent`' },

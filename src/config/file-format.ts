@@ -102,11 +102,14 @@ export interface PetstoreConfig {
   /** Creates that may wait for the data file's write in flight; past it 503 at once. Default `10000`. */
   maxQueuedWrites?: number;
   /**
-   * Behind a reverse proxy: take the client address from the last `X-Forwarded-For` hop, and
-   * the links' scheme and host from the last `Forwarded` element or `X-Forwarded-Proto`/`-Host`.
+   * Behind reverse proxies: take the client address from `X-Forwarded-For`, and the links'
+   * scheme and host from the last `Forwarded` element or `X-Forwarded-Proto`/`-Host`. `true`:
+   * one proxy (the last hop is the client); a number N (1 to 16): a chain of N proxies (the
+   * Nth hop from the end is the client); a list of the proxies' addresses and CIDR ranges
+   * (`["10.0.0.0/8", "192.0.2.7"]`): hops are followed back while they come from one of them.
    * Default `false`.
    */
-  trustProxy?: boolean;
+  trustProxy?: boolean | number | string[];
   /** Origins allowed to call from a browser (`"*"` for any). Default: none, no CORS header. */
   cors?: { origins: string[] };
   /** Least level logged. Default `info`. */
@@ -132,3 +135,6 @@ export interface PetstoreConfig {
     namespaces?: number;
   };
 }
+
+/** The admin as the config file gives it (and PETSTORE_ADMIN_KEY, and startPetstore's `admin` option). */
+export type AdminConfig = NonNullable<PetstoreConfig['admin']>;

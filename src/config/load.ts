@@ -1,7 +1,7 @@
 // Reading a config file: JSON with every member named once, then parseConfig.
 import { dirname, resolve } from 'node:path';
 import { readJsonFile } from '../core/index.js';
-import type { Config } from './contract.js';
+import type { Config, ConfigDefaults } from './contract.js';
 import { ConfigError } from './errors.js';
 import { jsonSyntaxError } from './json-syntax.js';
 import { parseConfig } from './parse.js';
@@ -10,7 +10,7 @@ import { parseConfig } from './parse.js';
 export const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
 
 /** Read and validate a config file; the error names the file and every problem. */
-export async function loadConfigFile(path: string): Promise<Config> {
+export async function loadConfigFile(path: string, defaults: ConfigDefaults = {}): Promise<Config> {
   const file = resolve(path);
   const read = await readJsonFile(file, MAX_CONFIG_BYTES);
   if (read.kind === 'missing') throw new ConfigError(file, ['cannot read the config file: file not found']);
@@ -23,7 +23,7 @@ export async function loadConfigFile(path: string): Promise<Config> {
   // drop, say, a whole first list of keys.
   const repeated = repeatedMembers(text);
   if (repeated.length > 0) throw new ConfigError(file, repeated.map((p) => `${p} is given more than once`));
-  return parseConfig(raw, file, dirname(file));
+  return parseConfig(raw, file, dirname(file), defaults);
 }
 
 const BOM = '\uFEFF';

@@ -3,9 +3,9 @@
 import { resolve } from 'node:path';
 import {
   DEFAULT_IDEMPOTENCY_RETENTION_HOURS, DEFAULT_MAX_QUEUED_WRITES, MAX_BAN_SECONDS, MAX_IDEMPOTENCY_RETENTION_HOURS, MAX_LIMIT, MAX_WORKERS,
-  type Limits,
+  clip, type Limits,
 } from '../core/index.js';
-import type { Config, KeyEntry } from './contract.js';
+import type { Config, ConfigDefaults, KeyEntry } from './contract.js';
 import { DEFAULT_PLANS } from './defaults.js';
 import { CONFIG_FIELDS } from './fields.js';
 import { keyDigest } from './digest.js';
@@ -13,6 +13,7 @@ import { keyNameProblem } from './key-name.js';
 import { ConfigError } from './errors.js';
 import { limitsUrlProblem } from './limits-url.js';
 import { percentEncodingProblem } from './url-encoding.js';
+import { readTrustProxy } from './proxies.js';
 
 const TOP_LEVEL: ReadonlySet<string> = new Set(Object.keys(CONFIG_FIELDS));
 const KEY_FIELDS = new Set(['key', 'sha256', 'plan', 'name', 'limits']);
@@ -35,12 +36,12 @@ class Reader {
   }
   positiveInt(v: unknown, where: string): number | undefined {
     if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) return v;
-    this.problem(`${where} must be a positive integer, got ${JSON.stringify(v) ?? 'nothing'}`);
+    this.problem(`${where} must be a positive integer, got ${shown(v)}`);
     return undefined;
   }
   limits(v: unknown, where: string): Limits | undefined {
     if (!isObject(v)) {
-      this.problem(`${where} must be an object {"perMinute": N, "perDay": N}`);
+      this.problem(`${where} must be an object {"perMinute": N, "perDay": N}, got ${shown(v)}`);
       return undefined;
     }
     for (const k of Object.keys(v)) if (k !== 'perMinute' && k !== 'perDay') this.problem(`${where}.${k} is not a known field`);
@@ -51,12 +52,12 @@ class Reader {
   /** A rate (requests per minute or per day): bounded so the limiter's arithmetic holds. */
   limit(v: unknown, where: string): number | undefined {
     if (typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= MAX_LIMIT) return v;
-    this.problem(`${where} must be a positive integer no larger than ${MAX_LIMIT}, got ${JSON.stringify(v) ?? 'nothing'}`);
+    this.problem(`${where} must be a positive integer no larger than ${MAX_LIMIT}, got ${shown(v)}`);
     return undefined;
   }
   string(v: unknown, where: string): string | undefined {
     if (typeof v === 'string' && v !== '') return v;
-    this.problem(`${where} must be a non-empty string`);
+    this.problem(`${where} must be a non-empty string, got ${shown(v)}`);
     return undefined;
   }
 }
@@ -65,7 +66,7 @@ class Reader {
  * Validate a parsed config. `source` names it in messages; `baseDir` anchors a relative
  * dataFile (the config file's own directory, so a service's cwd does not matter).
  */
-export function parseConfig(raw: unknown, source: string, baseDir: string): Config {
+export function parseConfig(raw: unknown, source: string, baseDir: string, defaults: ConfigDefaults = {}): Config {
   const r = new Reader();
   if (!isObject(raw)) throw new ConfigError(source, ['the config must be a JSON object']);
   for (const k of Object.keys(raw)) if (!TOP_LEVEL.has(k)) r.problem(`unknown top-level field "${k}"`);
@@ -74,7 +75,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   let port = 8080;
   if (raw.port !== undefined) {
     if (typeof raw.port === 'number' && Number.isInteger(raw.port) && raw.port >= 0 && raw.port <= 65535) port = raw.port;
-    else r.problem('port must be an integer from 0 to 65535');
+    else r.problem(`port must be an integer from 0 to 65535, got ${shown(raw.port)}`);
   }
   let dataFile: string | undefined;
   if (raw.dataFile !== undefined && raw.dataFile !== null) {
@@ -108,19 +109,19 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   const anonymousTableSize = raw.anonymousTableSize === undefined ? 100_000 : r.positiveInt(raw.anonymousTableSize, 'anonymousTableSize');
   const maxBodyBytes = raw.maxBodyBytes === undefined ? 64 * 1024 : r.positiveInt(raw.maxBodyBytes, 'maxBodyBytes');
   const maxQueuedWrites = raw.maxQueuedWrites === undefined ? DEFAULT_MAX_QUEUED_WRITES : r.positiveInt(raw.maxQueuedWrites, 'maxQueuedWrites');
-  let trustProxy = false;
-  if (raw.trustProxy !== undefined) {
-    if (typeof raw.trustProxy === 'boolean') trustProxy = raw.trustProxy;
-    else r.problem('trustProxy must be true or false');
-  }
+  const trustProxy = readTrustProxy(raw.trustProxy, (text) => r.problem(text));
   const cors = readCors(r, raw.cors);
   const idempotencyRetentionHours = readRetention(r, raw.idempotencyRetentionHours);
   let metrics = false;
   if (raw.metrics !== undefined) {
     if (typeof raw.metrics === 'boolean') metrics = raw.metrics;
-    else r.problem('metrics must be true or false');
+    else r.problem(`metrics must be true or false, got ${shown(raw.metrics)}`);
   }
-  const admin = readAdmin(r, raw.admin, keys);
+  // The admin given outside the config (PETSTORE_ADMIN_KEY, startPetstore's admin) applies
+  // when the config has none: the config's own wins.
+  const admin = raw.admin === undefined && defaults.admin !== undefined
+    ? readAdmin(r, defaults.admin, keys, defaults.adminSource ?? 'admin')
+    : readAdmin(r, raw.admin, keys, 'admin');
   const connections = readConnectionBounds(r, raw);
   let logLevel: Config['logLevel'] = 'info';
   if (raw.logLevel !== undefined) {
@@ -171,7 +172,7 @@ function readEnvironments(r: Reader, v: unknown): Config['environments'] {
   const out = { production: 'https://api.example.com/v1', staging: 'https://staging-api.example.com/v1' };
   if (v === undefined) return out;
   if (!isObject(v)) {
-    r.problem('environments must be an object {"production": URL, "staging": URL}');
+    r.problem(`environments must be an object {"production": URL, "staging": URL}, got ${shown(v)}`);
     return out;
   }
   for (const [name, url] of Object.entries(v)) {
@@ -226,7 +227,7 @@ function readPlans(r: Reader, v: unknown): { plans: ReadonlyMap<string, Limits>;
   const invalid = new Set<string>();
   if (v === undefined) return { plans: DEFAULT_PLANS, invalid };
   if (!isObject(v)) {
-    r.problem('plans must be an object of plan name to {"perMinute", "perDay"}');
+    r.problem(`plans must be an object of plan name to {"perMinute", "perDay"}, got ${shown(v)}`);
     return { plans: new Map(), invalid };
   }
   // A Map, not an object: a plan named "toString" or "__proto__" must be one the config
@@ -320,36 +321,46 @@ function readKeyDigest(r: Reader, item: Raw, where: string): string | undefined 
 }
 
 /** The admin key of /__admin (test harnesses): given like an API key, and none of them. */
-function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>): Config['admin'] {
+function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>, where: string): Config['admin'] {
   if (v === undefined) return undefined;
   if (!isObject(v)) {
-    r.problem('admin must be an object {"sha256": "<hex digest>"} or {"key": "<key>"}');
+    r.problem(`${where} must be an object {"sha256": "<hex digest>"} or {"key": "<key>"}`);
     return undefined;
   }
-  for (const k of Object.keys(v)) if (k !== 'key' && k !== 'sha256' && k !== 'journal' && k !== 'namespaces' && k !== 'preferFaults') r.problem(`admin.${k} is not a known field`);
-  if (v.preferFaults !== undefined && typeof v.preferFaults !== 'boolean') r.problem('admin.preferFaults must be true or false');
+  for (const k of Object.keys(v)) if (k !== 'key' && k !== 'sha256' && k !== 'journal' && k !== 'namespaces' && k !== 'preferFaults') r.problem(`${where}.${k} is not a known field`);
+  if (v.preferFaults !== undefined && typeof v.preferFaults !== 'boolean') r.problem(`${where}.preferFaults must be true or false`);
   const journal = v.journal === undefined ? DEFAULT_ADMIN_JOURNAL : v.journal;
   if (typeof journal !== 'number' || !Number.isInteger(journal) || journal < 0 || journal > MAX_ADMIN_JOURNAL) {
-    r.problem(`admin.journal must be an integer from 0 (no request journal) to ${MAX_ADMIN_JOURNAL} (entries kept)`);
+    r.problem(`${where}.journal must be an integer from 0 (no request journal) to ${MAX_ADMIN_JOURNAL} (entries kept)`);
   }
   const namespaces = v.namespaces === undefined ? 0 : v.namespaces;
   if (typeof namespaces !== 'number' || !Number.isInteger(namespaces) || namespaces < 0 || namespaces > MAX_ADMIN_NAMESPACES) {
-    r.problem(`admin.namespaces must be an integer from 0 (no namespaces) to ${MAX_ADMIN_NAMESPACES}`);
+    r.problem(`${where}.namespaces must be an integer from 0 (no namespaces) to ${MAX_ADMIN_NAMESPACES}`);
   }
   // The admin key empties the store: a short one is guessed from enough addresses, whatever
   // the per-address budget of 401s. (A digest's key cannot be measured.)
-  if (typeof v.key === 'string' && TOKEN68.test(v.key) && v.key.length < MIN_ADMIN_KEY_LENGTH) {
-    r.problem(`admin.key must be at least ${MIN_ADMIN_KEY_LENGTH} characters long (it has ${v.key.length}); make one with: openssl rand -hex 16`);
-  }
-  const digest = readKeyDigest(r, v, 'admin');
+  if (typeof v.key === 'string' && TOKEN68.test(v.key) && v.key.length < MIN_ADMIN_KEY_LENGTH) r.problem(`${where}.key ${adminKeyProblem(v.key)}`);
+  const digest = readKeyDigest(r, v, where);
   if (digest === undefined) return undefined;
   const same = keys.get(digest);
-  if (same !== undefined) r.problem(`admin is the same key as the API key named ${JSON.stringify(same.name)}: the admin key must be a key of its own`);
+  if (same !== undefined) r.problem(`${where} is the same key as the API key named ${JSON.stringify(same.name)}: the admin key must be a key of its own`);
   return Object.freeze({ digest, journal: journal as number, namespaces: namespaces as number, preferFaults: v.preferFaults === true });
 }
 
 /** Namespaces (/ns/{name}) there may be at once, at most. */
 const MAX_ADMIN_NAMESPACES = 10_000;
+
+/** A bad value as a message shows it: JSON, clipped (never used for a key or a URL with a password). */
+function shown(v: unknown): string {
+  return clip(JSON.stringify(v) ?? String(v), 60);
+}
+
+/** What is wrong with an admin key given in clear (never the key itself), or undefined. */
+export function adminKeyProblem(key: string): string | undefined {
+  if (!TOKEN68.test(key)) return 'must be a non-empty string of token characters (A-Z a-z 0-9 - . _ ~ + /)';
+  if (key.length < MIN_ADMIN_KEY_LENGTH) return `must be at least ${MIN_ADMIN_KEY_LENGTH} characters long (it has ${key.length}); make one with: openssl rand -hex 16`;
+  return undefined;
+}
 
 /** Requests the admin journal keeps by default, and at most. */
 export const DEFAULT_ADMIN_JOURNAL = 1000;
@@ -358,7 +369,7 @@ export const MAX_ADMIN_JOURNAL = 100_000;
 function readBan(r: Reader, v: unknown): Config['ban'] {
   if (v === undefined) return { after: 20, seconds: 300 };
   if (!isObject(v)) {
-    r.problem('ban must be an object {"after": N, "seconds": N}');
+    r.problem(`ban must be an object {"after": N, "seconds": N}, got ${shown(v)}`);
     return { after: 20, seconds: 300 };
   }
   for (const k of Object.keys(v)) if (k !== 'after' && k !== 'seconds') r.problem(`ban.${k} is not a known field`);
@@ -373,7 +384,7 @@ function readBan(r: Reader, v: unknown): Config['ban'] {
 function readCors(r: Reader, v: unknown): Config['cors'] {
   if (v === undefined) return { origins: [] };
   if (!isObject(v) || !Array.isArray(v.origins)) {
-    r.problem('cors must be an object {"origins": ["https://app.example.com", ...]}');
+    r.problem(`cors must be an object {"origins": ["https://app.example.com", ...]}, got ${shown(v)}`);
     return { origins: [] };
   }
   const origins: string[] = [];

@@ -1,6 +1,6 @@
 // What an embedder gives startPetstore and gets back: the library's options and handle.
 import type { FaultListing, JournalEntry } from '../admin/index.js';
-import type { PetstoreConfig } from '../config/index.js';
+import type { AdminConfig, PetstoreConfig } from '../config/index.js';
 import type { Clock, LogLevel, Logger, NewPet, Pet } from '../core/index.js';
 
 /** An embedder's logger as one function, called once per line, every level (filter by `level` as you need). */
@@ -35,6 +35,12 @@ export interface StartOptions {
   lockStaleMs?: number;
   /** redis:// URL where the rate limits of every process live (docs/scaling.md); default: the config's `limits`, else in process. */
   limits?: string;
+  /**
+   * The admin endpoints and harness features, in the config file's `admin` form
+   * (`{ key: '...' }`, every other admin setting at its default), for a config that has no
+   * `admin` of its own (the config's wins). Kept across reloads.
+   */
+  admin?: AdminConfig;
 }
 
 export interface PetstoreHandle {

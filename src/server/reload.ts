@@ -10,14 +10,19 @@ import { checkConfiguration, type Limiter } from '../limits/index.js';
 import type { StartOptions } from './contract.js';
 import { restartOnlyChanges } from './lifecycle.js';
 
-export async function resolveConfig(source: StartOptions['config']): Promise<Config> {
-  if (typeof source === 'string') return loadConfigFile(source);
-  return parseConfig(source ?? {}, 'config object', process.cwd());
+/** The config from a file or an object, with the embedder's `admin` where the config has none. */
+export async function resolveConfig(source: StartOptions['config'], admin: StartOptions['admin'], adminSource: string): Promise<Config> {
+  const defaults = { admin, adminSource };
+  if (typeof source === 'string') return loadConfigFile(source, defaults);
+  return parseConfig(source ?? {}, 'config object', process.cwd(), defaults);
 }
 
 export interface ReloadParts {
   /** What a reload without a source re-reads: the config the service started with. */
   readonly source: StartOptions['config'];
+  /** The admin given outside the config (kept across reloads), and how messages name it. */
+  readonly admin: StartOptions['admin'];
+  readonly adminSource: string;
   readonly keyLimiter: Limiter;
   readonly addressLimiter: Limiter;
   readonly logger: Logger;
@@ -49,7 +54,7 @@ export class ConfigInForce {
 
   async #apply(source: StartOptions['config']): Promise<void> {
     const { keyLimiter, addressLimiter, logger } = this.#parts;
-    const next = await resolveConfig(source ?? this.#parts.source);
+    const next = await resolveConfig(source ?? this.#parts.source, this.#parts.admin, this.#parts.adminSource);
     checkConfiguration(next.ban);
     checkConfiguration(next.ban, next.anonymousTableSize);
     const kept = new Set(next.keys.keys());

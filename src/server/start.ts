@@ -35,6 +35,8 @@ export function startPetstore(options: StartOptions = {}): Promise<PetstoreHandl
  */
 export interface ProcessCount {
   readonly processes?: number;
+  /** How messages name `admin` (the command line's: PETSTORE_ADMIN_KEY). Default: the admin option. */
+  readonly adminSource?: string;
 }
 
 /**
@@ -46,7 +48,8 @@ export interface ProcessCount {
 export async function startWithConfig(
   options: StartOptions & ProcessCount, loaded: Config | undefined, peers?: Peers, beforeListen?: (reload: () => Promise<void>) => Promise<void>,
 ): Promise<PetstoreHandle> {
-  const config = loaded ?? await resolveConfig(options.config);
+  const adminSource = options.adminSource ?? 'the admin option';
+  const config = loaded ?? await resolveConfig(options.config, options.admin, adminSource);
   // node:cluster forks the running script with its arguments: the command line's, not an
   // embedder's program, which would start again from its top in every worker.
   if (loaded === undefined && config.workers > 1) {
@@ -79,7 +82,7 @@ export async function startWithConfig(
     clock, faults, journalSize: config.admin?.journal ?? 1000, peers, store, keyLimiter, addressLimiter, postgres: options.store !== undefined, namespaces,
   });
   const worlds = namespaces instanceof Namespaces ? () => namespaces.worlds() : undefined;
-  const inForce = new ConfigInForce(config, { source: options.config, keyLimiter, addressLimiter, logger, worlds });
+  const inForce = new ConfigInForce(config, { source: options.config, admin: options.admin, adminSource, keyLimiter, addressLimiter, logger, worlds });
   const reload = (source: StartOptions['config']): Promise<void> => inForce.reload(source);
 
   let stopping = false;

@@ -17,7 +17,7 @@ test('metrics and admin are off by default', () => {
 
 test('metrics: true or false only', () => {
   assert.equal(parseConfig({ metrics: true }, 'x', '/srv').metrics, true);
-  assert.deepEqual(problems({ metrics: 'yes' }), ['metrics must be true or false']);
+  assert.deepEqual(problems({ metrics: 'yes' }), ['metrics must be true or false, got "yes"']);
 });
 
 test('admin: a key or its digest, held as the digest, never a key of the API', () => {

@@ -29,6 +29,6 @@ test('limitsFile: resolved against the config directory, refused with limits', (
   assert.equal(parseConfig({}, 'x', '/srv').limitsFile, undefined);
   assert.equal(parseConfig({ limitsFile: 'state/limits.json' }, 'x', '/srv').limitsFile, '/srv/state/limits.json');
   assert.equal(parseConfig({ limitsFile: '/var/lib/petstore/limits.json' }, 'x', '/srv').limitsFile, '/var/lib/petstore/limits.json');
-  assert.deepEqual(problems({ limitsFile: '' }), ['limitsFile must be a non-empty string']);
+  assert.deepEqual(problems({ limitsFile: '' }), ['limitsFile must be a non-empty string, got ""']);
   assert.deepEqual(problems({ limitsFile: 'l.json', limits: 'redis://h:6379/0' }), ['limitsFile and limits cannot both be given: the limits live in Redis or in a file']);
 });
