@@ -3,5 +3,6 @@ export { openFileStore } from './open.js';
 export type { FileStoreOptions, StoreObserver } from './file-store.js';
 export type { DiskOp } from './disk.js';
 export { DEFAULT_LOCK_STALE_MS, MAX_LOCK_STALE_MS, MIN_LOCK_STALE_MS } from './lock.js';
-export { acquireLock, LockHeldError } from './lock.js';
+export { LockHeldError } from './lock.js';
+export { acquireLock } from './acquire-lock.js';
 export type { DataLock } from './lock.js';

@@ -21,8 +21,7 @@
 // on it and commits nothing. Only when the lookup cannot be made either is a create's fate
 // unknown (CreateOutcomeUnknownError).
 import { randomBytes } from 'node:crypto';
-import type { Clock, Logger, NewPet } from '../../core/index.js';
-import { describeError } from '../../core/index.js';
+import { describeError, type Clock, type Logger, type NewPet } from '../../core/index.js';
 import { makePet, petTail } from '../codec.js';
 import type { IdempotencyKey, StoredPet } from '../contract.js';
 import { CreateOutcomeUnknownError, StoreUnreachableError } from '../errors.js';
