@@ -35,7 +35,7 @@ export async function openLimiters(url: string | undefined, config: Config, cloc
       link: undefined,
     };
   }
-  const link = await openRedisLink(url, { logger });
+  const link = await openRedisLink(url, { logger, generationKey: opts.generation === undefined ? undefined : STORE_GENERATION_KEY });
   logger.log('info', 'limits in Redis', { redis: redisWhere(url), up: link.up });
   const generation = opts.generation;
   if (generation !== undefined) {
