@@ -37,7 +37,7 @@ export function memoryLimiters(config: Config, clock: Clock): { keyLimiter: Memo
 
 export async function openLimiters(url: string | undefined, config: Config, clock: Clock, logger: Logger, opts: LimitersOptions = {}): Promise<Limiters> {
   if (url === undefined) return { ...memoryLimiters(config, clock), link: undefined };
-  const link = await openRedisLink(url, { logger });
+  const link = await openRedisLink(url, { logger, generationKey: opts.generation === undefined ? undefined : STORE_GENERATION_KEY });
   logger.log('info', 'limits in Redis', { redis: redisWhere(url), up: link.up });
   const generation = opts.generation;
   if (generation !== undefined) {

@@ -78,6 +78,8 @@ export interface RedisLinkOptions {
   readonly probeEveryMs?: number;
   /** ms of silence from Redis, while it owes us answers, after which it is down (default 250). */
   readonly commandTimeoutMs?: number;
+  /** The driver's last error event: the reason behind its "Connection is closed.". */
+  readonly lastError?: () => Error | undefined;
 }
 
 export const SCRIPT_SHA = createHash('sha1').update(TAKE_SCRIPT).digest('hex');
@@ -130,6 +132,7 @@ export class RedisLink {
   readonly #where: string;
   readonly #probeEveryMs: number;
   readonly #timeoutMs: number;
+  readonly #lastError: () => Error | undefined;
   #up: boolean;
   #probeTimer: NodeJS.Timeout | undefined = undefined;
   #probing = false;
@@ -162,6 +165,7 @@ export class RedisLink {
     this.#where = opts.where;
     this.#probeEveryMs = opts.probeEveryMs ?? 1000;
     this.#timeoutMs = opts.commandTimeoutMs ?? 250;
+    this.#lastError = opts.lastError ?? (() => undefined);
     this.#up = opts.up;
     // A reconnect is the likeliest moment Redis answers again: probe at once.
     client.on('ready', () => {
@@ -240,8 +244,11 @@ export class RedisLink {
   failed(err: unknown): void {
     if (!this.#up || this.#closed !== undefined) return;
     this.#up = false;
+    const error = err instanceof Error ? err.message : String(err);
+    // The driver's own words for a lost connection say no more; its last error event says why.
+    const cause = /^Connection is closed/.test(error) ? this.#lastError() : undefined;
     this.#logger.log('error', 'limits: Redis does not answer; each process now limits on its own until it does', {
-      redis: this.#where, error: err instanceof Error ? err.message : String(err),
+      redis: this.#where, error, ...(cause === undefined ? {} : { cause: cause.message }),
     });
     this.#startProbing();
   }

@@ -14,6 +14,9 @@ import { until } from '../../support/wait.js';
 const FREE: Limits = { perMinute: 60, perDay: 1000 };
 const BAN = { after: 2, seconds: 300 };
 const skip = skipUnless('Redis outage policy tests', ['redis']);
+// Redis stopped or killed closes the connection, which the link sees at once: no timeout is
+// needed to find the outage, and a long one keeps a busy machine's stalls from looking like one.
+const SLOW_MACHINE_MS = 10_000;
 
 interface Line { level: LogLevel; msg: string }
 function recorder(): Logger & { lines: Line[] } {
@@ -37,7 +40,7 @@ describe('Redis limiter outage policy', { skip }, () => {
     it(`${name}: Redis killed; known ids go on from Redis's word, an id never heard of starts ${strict ? 'empty' : 'full'}`, async (t) => {
       const redis = await startRedis({ t });
       const clock = new ManualClock();
-      const limiter = await openRedisLimiter(redis.url, { prefix: 'o:', clock, ban: BAN, logger: recorder(), probeEveryMs: 50, outage });
+      const limiter = await openRedisLimiter(redis.url, { prefix: 'o:', clock, ban: BAN, logger: recorder(), probeEveryMs: 50, outage, commandTimeoutMs: SLOW_MACHINE_MS });
       t.after(() => limiter.close());
       assert.equal(admitted(await flood(limiter, 'five-left', 55)), 55);
       assert.equal(admitted(await flood(limiter, 'banned', 64)), 60);
@@ -57,14 +60,14 @@ describe('Redis limiter outage policy', { skip }, () => {
 
     it(`${name}: a process started while Redis is stopped admits an unknown key ${strict ? 'nothing' : 'a full bucket'}, then refills at the plan's rate`, async (t) => {
       const redis = await startRedis({ t });
-      const before = await openRedisLimiter(redis.url, { prefix: 'r:', clock: new ManualClock(), ban: BAN, logger: recorder(), outage });
+      const before = await openRedisLimiter(redis.url, { prefix: 'r:', clock: new ManualClock(), ban: BAN, logger: recorder(), outage, commandTimeoutMs: SLOW_MACHINE_MS });
       assert.equal(admitted(await flood(before, 'k', 30)), 30);
       await before.close();
       await redis.stop();
       // The restarted process: it never heard of 'k' from Redis.
       const clock = new ManualClock();
       const log = recorder();
-      const limiter = await openRedisLimiter(redis.url, { prefix: 'r:', clock, ban: { after: Infinity, seconds: 0 }, logger: log, probeEveryMs: 50, outage });
+      const limiter = await openRedisLimiter(redis.url, { prefix: 'r:', clock, ban: { after: Infinity, seconds: 0 }, logger: log, probeEveryMs: 50, outage, commandTimeoutMs: SLOW_MACHINE_MS });
       t.after(() => limiter.close());
       assert.equal(limiter.shared, false);
       assert.deepEqual(log.lines.map((l) => l.level), ['error'], 'one error line: Redis does not answer at start');
