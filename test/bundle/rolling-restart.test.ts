@@ -195,7 +195,7 @@ test('two instances behind nginx and haproxy through a rolling restart and a key
   // Both proxies see both instances (haproxy's checks have run).
   for (const p of proxies) {
     await until(`${p.url} answers`, async () => {
-      const r = await call(p.url, 'GET', '/healthz');
+      const r = await call(p.url, 'GET', '/readyz');
       return 'status' in r && r.status === 200;
     });
   }
