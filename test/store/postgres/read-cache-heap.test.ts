@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { READ_CACHE_MAX_BYTES } from '../../../src/store/index.js';
 
-const FILL = fileURLToPath(new URL('./read-cache-fill.js', import.meta.url));
+const FILL = fileURLToPath(new URL('../../fixtures/read-cache-fill.js', import.meta.url));
 const MiB = 1024 * 1024;
 
 interface Filled { added: number; counted: number; size: { pets: number; pages: number; pagePets: number } }
