@@ -34,6 +34,10 @@ export const CONFIG_FIELDS = {
     default: undefined, defaultNote: 'none: in process', applied: 'restart',
     meaning: 'a `redis://` or `rediss://` URL where the rate limits of every process live',
   },
+  limitsOutage: {
+    default: 'open', applied: 'restart',
+    meaning: 'while Redis does not answer, a key or address a process never heard of starts with full buckets (`"open"`) or empty ones (`"strict"`)',
+  },
   workers: {
     default: 1, applied: 'restart',
     meaning: 'processes sharing the port, 1 to 64; above 1 needs `store` and `limits`; command line only (`startPetstore` refuses it)',

@@ -32,6 +32,12 @@ export interface AppDeps {
   readonly scrape?: () => string | Promise<string>;
   /** What /__admin acts on; those paths exist only while the config names an admin key. */
   readonly admin?: AdminControl;
+  /**
+   * Why this process should get no traffic now (GET /readyz answers 503 with it), or
+   * undefined when it is ready (for instance: stopping). Besides it, /readyz is red while the
+   * store is unreachable.
+   */
+  readonly readiness?: () => string | undefined;
   /** This process's request journal: /v1 requests are recorded only with it and an admin key set. */
   readonly journal?: RequestJournal;
   /** Namespaces (/ns/{name}), while admin.namespaces is above 0: each a world served by an app of its own (namespaces.ts). */

@@ -45,9 +45,10 @@ export async function openLimiters(url: string | undefined, config: Config, cloc
     generation.setAdvance(() => link.advanceGeneration());
   }
   return {
-    keyLimiter: new RedisLimiter(link, { prefix: REDIS_PREFIXES.keys, clock, ban: config.ban, clockOffsetMs: opts.clockOffsetMs }),
+    keyLimiter: new RedisLimiter(link, { prefix: REDIS_PREFIXES.keys, clock, ban: config.ban, clockOffsetMs: opts.clockOffsetMs, outage: config.limitsOutage }),
     addressLimiter: new RedisLimiter(link, {
       prefix: REDIS_PREFIXES.addresses, clock, ban: config.ban, maxEntries: config.anonymousTableSize, clockOffsetMs: opts.clockOffsetMs,
+      outage: config.limitsOutage,
     }),
     link,
   };

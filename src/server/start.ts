@@ -59,7 +59,7 @@ export async function startWithConfig(
   const routes = [...ROUTES, openApiRoute(ROUTES, __PETSTORE_VERSION__)];
   // Applied at start only (a reload that turns them on or off is logged as needing a restart).
   const metrics = config.metrics
-    ? new ServiceMetrics({ operations: [...routes.map((r) => r.operationId), 'healthz', ...ADMIN_ROUTES.map((r) => r.operationId)], version: __PETSTORE_VERSION__ })
+    ? new ServiceMetrics({ operations: [...routes.map((r) => r.operationId), 'healthz', 'readyz', ...ADMIN_ROUTES.map((r) => r.operationId)], version: __PETSTORE_VERSION__ })
     : undefined;
 
   const limitsUrl = options.limits ?? config.limits;
@@ -87,6 +87,7 @@ export async function startWithConfig(
     if (options.seed?.length) await store.seed(options.seed).catch((err: unknown) => { throw asStartError('seed', err); });
     await keepKeyLimits(backends, config, options, logger);
     const app = createApp({
+      readiness: () => (stopping ? 'This instance is stopping: requests in flight finish, new ones should go elsewhere.' : undefined),
       store, clock, logger, keyLimiter, addressLimiter, routes, metrics, admin: harness.control, journal: harness.journal, namespaces,
       scrape: metrics === undefined ? undefined : cachedScrape(metrics, peers === undefined ? undefined : () => peers.gather('metrics', SCRAPE_MAX_AGE_MS)),
       config: () => inForce.config,
