@@ -72,3 +72,33 @@ export function refusal(err: unknown): string | undefined {
   if (code === '08004') return 'the server rejected the connection: its log says why';
   return undefined;
 }
+
+/** Node's and postgres.js's codes for a connection that failed, was refused or was cut. */
+export const CONNECTION_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH',
+  'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+]);
+/**
+ * SQLSTATE classes that say the server cannot serve now, not that the query is wrong:
+ * 08 connection, 28 authorization (a password changed under a running service),
+ * 53 insufficient resources, 57 operator intervention (shutdown, restart), 58 system error;
+ * and 25006, a read-only transaction (a failover landed on a standby).
+ */
+export const UNAVAILABLE_STATE = /^(?:08|28|53|57|58)[0-9A-Z]{3}$|^25006$/;
+
+/**
+ * Whether a failure is an answer of a working engine (a statement's own error), as opposed to
+ * a connection lost, refused, or an engine shutting down: only those mark the pool as answering.
+ */
+export function answers(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === '57014') return true; // cancelled (statement_timeout, a cancel request): the engine works
+  return typeof code === 'string' && !CONNECTION_CODES.has(code) && !UNAVAILABLE_STATE.test(code) && refusal(err) === undefined;
+}
+
+/** The connection a statement ran on is closed: lost, or ended by the server (FATAL). */
+export function connectionGone(err: unknown): boolean {
+  const e = err as { code?: unknown; severity?: unknown } | null;
+  return (typeof e?.code === 'string' && CONNECTION_CODES.has(e.code)) || e?.severity === 'FATAL' || e?.severity === 'PANIC';
+}

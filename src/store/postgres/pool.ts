@@ -6,17 +6,13 @@
 //    refused at once as busy) and at most `size` are handed to the driver, so each finds an
 //    idle connection; a statement's clock starts only when it is handed over.
 // 2. Timeouts that measure the engine. The server bounds each statement of a transaction
-//    itself (statement_timeout, set with the transaction's first statement, SET LOCAL: it
-//    cancels the statement and says so, the connection stays healthy); nothing is set for the
-//    session, so that a transaction pooler can hand each transaction any server connection. A
-//    single statement outside a transaction has no such first statement: past the statement
-//    timeout we ask the server to cancel it (a cancel request), with the same outcome. Our
-//    own timer is only a backstop for an engine or network
-//    that does not answer at all, and when it fires we first yield to the event loop (an
-//    answer may be waiting behind our own stall), then ask whether the engine is late: if
-//    any statement of this pool was answered lately, or a probe on a fresh connection is
-//    answered, the engine is alive and the statement keeps waiting (up to the server's own
-//    bound). Only an engine that answers nothing is called unreachable.
+//    (statement_timeout, SET LOCAL by its first statement; nothing is set for the session, so
+//    a transaction pooler may hand each transaction any server connection); a single
+//    statement past the bound gets a cancel request. Our own timer is a backstop for an
+//    engine that does not answer at all: it first yields to the event loop (an answer may
+//    wait behind our own stall), then asks whether the engine is late: if this pool was
+//    answered lately, or a probe on a fresh connection is, the statement keeps waiting (up to
+//    the bound). Only an engine that answers nothing is called unreachable.
 // 3. Pool swaps that cut no healthy statement. The pool is replaced only when the probe got
 //    no answer either, that is when every connection is stuck behind a hung server or a dead
 //    network path; the old pool's statements were answered by their timers by then.
@@ -26,41 +22,15 @@
 import type { Logger } from '../../core/index.js';
 import { describeError } from '../../core/index.js';
 import { IdsExhaustedError, StoreBusyError, StoreUnavailableError, StoreUnreachableError } from '../errors.js';
-import { refusal, type Sql, type SqlPool, type SqlRow } from './driver.js';
+import { CONNECTION_CODES, UNAVAILABLE_STATE, answers, connectionGone, refusal, type Sql, type SqlPool, type SqlRow } from './driver.js';
 
-/** Node's and postgres.js's codes for a connection that failed, was refused or was cut. */
-const CONNECTION_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH',
-  'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED',
-  'CONNECTION_DESTROYED',
-]);
-/**
- * SQLSTATE classes that say the server cannot serve now, not that the query is wrong:
- * 08 connection, 28 authorization (a password changed under a running service),
- * 53 insufficient resources, 57 operator intervention (shutdown, restart), 58 system error;
- * and 25006, a read-only transaction (a failover landed on a standby).
- */
-const UNAVAILABLE_STATE = /^(?:08|28|53|57|58)[0-9A-Z]{3}$|^25006$/;
 /** The server's statement_timeout (or idle_in_transaction timeout) cancelled it: nothing was done. */
 const CANCELLED_STATES: ReadonlySet<string> = new Set(['57014', '25P03']);
 /** The identity reached its MAXVALUE (2^53 - 1): the id space is exhausted. */
 const SEQUENCE_LIMIT = '2200H';
 /** Statements waiting for a connection, per connection of the pool, before more are refused as busy. */
 export const QUEUE_PER_CONNECTION = 1024;
-/**
- * Whether a failure is an answer of a working engine (a statement's own error), as opposed to
- * a connection lost, refused, or an engine shutting down: only those mark the pool as answering.
- */
-function answers(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && !CONNECTION_CODES.has(code) && !UNAVAILABLE_STATE.test(code) && refusal(err) === undefined;
-}
-
-/**
- * While the engine is away, how often petstore asks whether it answers again (a `SELECT 1`
- * on the pool, which reconnects), requests or not: it is back for every request, and for the
- * readiness check, within about this long of answering.
- */
+/** While the engine is away, how often the pool asks it `SELECT 1` (it reconnects), requests or not. */
 export const RECOVERY_PROBE_MS = 200;
 
 /** A timer that fires this much later than asked was held up by our own event loop. */
@@ -147,11 +117,23 @@ export class Pool {
   /** One transaction: COMMIT when `work` resolves, ROLLBACK when it throws. */
   transaction<T>(work: (tx: Sql, state: RunState) => Promise<T>): Promise<T> {
     const prelude = this.#opts.prelude;
-    return this.run((sql, state) => (sql as SqlPool).begin((tx) => {
-      // Its failure fails the transaction's next statement, and so the transaction.
-      if (prelude !== undefined) tx.unsafe(prelude, [], this.#prepared).catch(() => undefined);
-      return work(this.#watched(tx, this.#sql), state);
-    }));
+    return this.run((sql, state) => {
+      // Once begin() has rejected, its connection may be closed: the driver (postgres.js 3.4)
+      // would write the next statement, or its ROLLBACK, to a null socket and throw where
+      // nothing can catch it. So no statement is handed to it then, and a transaction whose
+      // connection is gone does not settle (begin() has answered for it).
+      let gone = false;
+      const begun = (sql as SqlPool).begin((tx) => {
+        // Its failure fails the transaction's next statement, and so the transaction.
+        if (prelude !== undefined) tx.unsafe(prelude, [], this.#prepared).catch(() => undefined);
+        return work(this.#watched(tx, this.#sql, () => gone), state).catch((err: unknown) => {
+          if (gone || connectionGone(err)) return new Promise<never>(() => undefined);
+          throw err;
+        });
+      });
+      begun.catch(() => { gone = true; });
+      return begun;
+    });
   }
 
   /**
@@ -230,8 +212,9 @@ export class Pool {
       if (lag > LAG_TOLERANCE_MS) {
         // The timer was late because this process was busy: the engine had less time than
         // we meant to give it. Give it the time again, counted from now.
+        // (A statement still to cancel is looked at again when its cancel is due, if sooner.)
         this.stats.lagExcused++;
-        arm(this.#opts.queryTimeoutMs);
+        arm(cancel === undefined ? queryTimeoutMs : Math.max(1, Math.min(queryTimeoutMs, statementTimeoutMs - (this.#now() - started))));
         return;
       }
       const now = this.#now();
@@ -281,13 +264,14 @@ export class Pool {
   }
 
   /** Statements of `sql` (of the driver's pool `owner`) mark the pool as answering when answered. */
-  #watched<S extends Sql>(sql: S, owner: SqlPool): S {
+  #watched<S extends Sql>(sql: S, owner: SqlPool, gone?: () => boolean): S {
     const mark = (): void => { if (this.#sql === owner) this.#answeredAt = this.#now(); };
     return new Proxy(sql, {
       get(target, prop) {
         const value = Reflect.get(target, prop) as unknown;
         if (prop !== 'unsafe') return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
         return (text: string, params?: readonly unknown[], options?: { prepare?: boolean }) => {
+          if (gone?.() === true) return Promise.reject(Object.assign(new Error('the connection of this transaction is closed'), { code: 'CONNECTION_CLOSED' }));
           const p = target.unsafe(text, params, options);
           p.then(mark, (err: unknown) => {
             if (answers(err)) mark();

@@ -47,7 +47,7 @@ test('past the statement timeout: a transaction is cancelled by the server, a si
   const make = (): SqlPool => postgres(pg.url, { max: 2, prepare: false, fetch_types: false, onnotice: () => undefined }) as unknown as SqlPool;
   const pool = new Pool({
     make, makeProbe: () => postgres(pg.url, { max: 1, prepare: false, fetch_types: false }) as unknown as SqlPool,
-    size: 2, queryTimeoutMs: 300, statementTimeoutMs: 800, logger: silentLogger, shown: 'test',
+    size: 2, queryTimeoutMs: 5000, statementTimeoutMs: 800, logger: silentLogger, shown: 'test',
     prelude: "SELECT set_config('statement_timeout', '800', true), set_config('idle_in_transaction_session_timeout', '800', true)",
   });
   t.after(() => pool.close());
