@@ -16,7 +16,7 @@ import type { RouteTable, TableRoute } from './route-table.js';
 export type { AppDeps } from './deps.js';
 
 
-export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+export type { RequestListener } from './connection/index.js';
 
 /** What one app instance keeps between requests (nothing is module-level). */
 export interface Instance {

@@ -43,6 +43,7 @@ import { PendingBodies } from './body.js';
 import { applyLimit, chargeAddress } from './charge.js';
 import { addPreflightHeaders, allowCors } from './cors.js';
 import { deprecationHeaders } from './deprecation.js';
+import type { OrderedListener } from './connection/index.js';
 import { Exchange, type AppDeps, type Instance, type RequestListener } from './exchange.js';
 import { fail } from './failure.js';
 import { parseQuery } from './query.js';
@@ -131,7 +132,7 @@ function buildTable(app: Instance, config: Config, generation: number): RouteTab
   };
 }
 
-export function createApp(deps: AppDeps): RequestListener {
+export function createApp(deps: AppDeps): OrderedListener {
   const app: Instance = {
     deps,
     table: undefined as unknown as RouteTable<Phase>,
@@ -153,7 +154,7 @@ export function createApp(deps: AppDeps): RequestListener {
   const ids = requestIds();
   const clock = deps.clock;
 
-  return (req, res) => {
+  const listener: RequestListener = (req, res) => {
     // The config snapshot of this request, taken once; a new one (a reload) rebuilds the
     // routes' phases and moves the generation the per-connection caches are checked against.
     const config = deps.config();
@@ -162,6 +163,11 @@ export function createApp(deps: AppDeps): RequestListener {
     const x = new Exchange(req, res, clock.monotonic(), requestId(req, ids), config);
     dispatch(app, x, table)?.catch((err: unknown) => fail(app, x, err));
   };
+  // While a fault is armed, an answer may end its connection (truncated, reset, empty): the
+  // requests pipelined behind each request wait for its answer, and are not handled at all
+  // when it ended the connection (a create would be stored without its 201).
+  const faults = app.faults;
+  return Object.assign(listener, { oneAtATime: () => faults.armed > 0 });
 }
 
 /** Frame checks, then the matched route's phases. */

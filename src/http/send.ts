@@ -2,10 +2,10 @@
 import { JOURNAL_MAX_BODY_BYTES, type ConnectionFault } from '../admin/index.js';
 import type { Reply } from '../api/index.js';
 import { pushLimitHeaders } from '../limits/index.js';
+import { connectionOf } from './connection/index.js';
 import { boundUnreadBody, lingerAfterAnswer } from './drain.js';
 import { loggedAddress } from './client-address.js';
 import type { IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
 import type { Config } from '../config/index.js';
 import type { Exchange, Instance } from './exchange.js';
 
@@ -142,24 +142,20 @@ function methodField(method: string): string {
   return field;
 }
 
-interface LoggedSocket {
-  /** The connection's address and port as log fields, made on its first logged answer. */
-  petstoreLogPeer?: string;
-}
-
 /**
  * The client's address and port as log fields. The socket's are the same for every request of
  * a keep-alive connection, so they are written once per connection; an address taken from
  * X-Forwarded-For (trustProxy) can change from one request to the next and is made each time.
  */
 function peerFields(req: IncomingMessage, config: Config): string {
-  const socket = req.socket as Socket & LoggedSocket;
+  const socket = req.socket;
   if (config.trustProxy && req.headers['x-forwarded-for'] !== undefined) return addressFields(loggedAddress(req, config), socket.remotePort);
-  let fields = socket.petstoreLogPeer;
+  const conn = connectionOf(socket);
+  let fields = conn.logPeer;
   if (fields === undefined) {
     fields = addressFields(socket.remoteAddress, socket.remotePort);
     // A socket that has closed before its answer knows no address: not kept.
-    if (socket.remoteAddress !== undefined) socket.petstoreLogPeer = fields;
+    if (socket.remoteAddress !== undefined) conn.logPeer = fields;
   }
   return fields;
 }
