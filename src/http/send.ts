@@ -58,16 +58,42 @@ function headerList(x: Exchange, contentType: string, length: number | undefined
   const limit = x.limit;
   if (limit !== undefined) pushLimitHeaders(out, limit);
   const headers = x.headers;
-  for (const name in headers) {
+  for (const key in headers) {
+    const name = fieldName(key);
     // A field set on the way replaces one of the same name above (a fault's 429 has its own
     // X-RateLimit-Remaining and Retry-After), as it did when they were one object.
     dropField(out, name);
-    out.push(name, headers[name] as string);
+    out.push(name, headers[key] as string);
   }
-  out.push('x-request-id', x.reqId);
-  if (length !== undefined) out.push('content-type', contentType, 'content-length', String(length));
-  out.push('cache-control', 'no-store');
+  out.push('X-Request-Id', x.reqId);
+  if (length !== undefined) out.push('Content-Type', contentType, 'Content-Length', String(length));
+  out.push('Cache-Control', 'no-store');
   return out;
+}
+
+/**
+ * Header names are written in one case, the one the RFCs use and node writes its own in (Date,
+ * Connection, Keep-Alive): each word capitalized, with the usual exceptions (WWW-Authenticate,
+ * X-RateLimit-*, RateLimit). Code keeps the fields it gathers under lower-case keys (as node's
+ * req.headers does); the written name is made here, once per name.
+ */
+const FIELD_NAMES = new Map<string, string>([
+  ['www-authenticate', 'WWW-Authenticate'],
+  ['x-ratelimit-limit', 'X-RateLimit-Limit'],
+  ['x-ratelimit-remaining', 'X-RateLimit-Remaining'],
+  ['x-ratelimit-reset', 'X-RateLimit-Reset'],
+  ['ratelimit-policy', 'RateLimit-Policy'],
+  ['ratelimit', 'RateLimit'],
+]);
+
+export function fieldName(key: string): string {
+  let name = FIELD_NAMES.get(key);
+  if (name === undefined) {
+    name = key.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+    // (Keys are the service's own names: a handful. The bound only guards against a bug.)
+    if (FIELD_NAMES.size < 256) FIELD_NAMES.set(key, name);
+  }
+  return name;
 }
 
 /** Counts and logs an answer, with one more clock reading for its duration. */
