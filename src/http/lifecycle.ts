@@ -30,9 +30,9 @@
 //                                                             404/405 of a path in no route
 //
 // Requests node:http cannot parse, and CONNECT, are answered in client-errors.ts (400/408/431/405).
-import type { AdminContext, AdminRoute, FaultHit } from '../admin/index.js';
+import type { FaultHit } from '../admin/index.js';
 import { ADMIN_MAX_BODY_BYTES, Faults, faultError } from '../admin/index.js';
-import type { HandlerContext, Query, Reply, RouteSpec } from '../api/index.js';
+import type { Reply } from '../api/index.js';
 import { PageCache, PetCache, idempotencyKeyOf } from '../api/index.js';
 import type { Config } from '../config/index.js';
 import { ApiError, clip } from '../core/index.js';
@@ -46,22 +46,15 @@ import { deprecationHeaders } from './deprecation.js';
 import type { OrderedListener } from './connection/index.js';
 import { Exchange, type AppDeps, type Instance, type RequestListener } from './exchange.js';
 import { fail } from './failure.js';
-import { parseQuery } from './query.js';
-import { SLASH, base, checkRequestFields, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
+import { SLASH, checkRequestFields, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
 import {
   ADMIN_NOT_FOUND, ADMIN_PREFIX, NOT_FOUND, methodNotAllowed, tableRoutes, type CompiledRoute, type RouteTable, type TableRoute,
 } from './route-table.js';
+import { handlerOf } from './handlers.js';
+import { DONE, baseOf, type Phase, type Step } from './phase.js';
 import { Router } from './router.js';
 import { breakConnection, sendReply } from './send.js';
 
-/**
- * One step of a request. It returns undefined to go on, DONE once it has answered, or a
- * promise to go on (or stop) once it settles; it throws (or rejects with) what is to be
- * answered as an Error body.
- */
-export type Phase = (app: Instance, x: Exchange) => Step;
-type Step = undefined | typeof DONE | Promise<unknown>;
-const DONE = 1;
 
 /** A phase of the table below: its name, whether a route has it under a config, and what it does. */
 interface PhaseEntry {
@@ -74,8 +67,8 @@ const when = (test: boolean, phase: Phase): Phase | undefined => (test ? phase :
 /** The lifecycle: every phase a route may have, in the order they run. */
 export const PHASES: readonly PhaseEntry[] = [
   { name: 'journal', pick: (r, c) => when(r.group === 'api' && c.admin !== undefined && c.admin.journal > 0, journal) },
-  { name: 'deprecation', pick: (r) => when(r.deprecated !== undefined, deprecation) },
-  { name: 'cors', pick: (r, c) => when(r.group === 'api' && c.cors.origins.length > 0, r.preflight ? corsOrPreflight : cors) },
+  { name: 'deprecation', pick: (r) => when(r.deprecated !== undefined, deprecationOf(r)) },
+  { name: 'cors', pick: (r, c) => when(r.group === 'api' && c.cors.origins.length > 0, r.preflight ? corsOrPreflightOf(r) : cors) },
   { name: 'authenticate', pick: (r, c) => (r.auth === 'key' ? authenticateKey : r.auth === 'optional' ? authenticateOptional : r.auth === 'admin' && c.admin !== undefined ? authenticateAdmin : undefined) },
   { name: 'charge', pick: (r) => (r.auth === 'open' ? undefined : r.auth === 'admin' ? chargeRefused : charge) },
   { name: 'deny', pick: (r) => when(r.auth === 'key' || r.auth === 'admin', deny) },
@@ -83,7 +76,7 @@ export const PHASES: readonly PhaseEntry[] = [
   { name: 'faults', pick: (r, c) => when(c.admin !== undefined && r.group === 'api' && r.action.kind === 'api', faults) },
   { name: 'idempotency', pick: (r) => when(r.idempotencyKey, idempotency) },
   { name: 'body', pick: (r) => when(r.body !== undefined, r.body === 'admin' ? adminBody : apiBody) },
-  { name: 'handler', pick: (r) => HANDLERS[r.action.kind] },
+  { name: 'handler', pick: (r) => handlerOf(r) },
 ];
 
 function compile(route: TableRoute, config: Config): CompiledRoute<Phase> {
@@ -227,10 +220,6 @@ function run(app: Instance, x: Exchange, phases: readonly Phase[], from: number)
   return undefined;
 }
 
-/** The public base URL of this request's links, computed at most once per request. */
-export function baseOf(app: Instance, x: Exchange): string {
-  return (x.base ??= base(app, x.req, x.config));
-}
 
 // ---- The phases ----
 
@@ -241,9 +230,11 @@ function journal(app: Instance, x: Exchange): Step {
 }
 
 /** Every answer of a deprecated operation carries its headers, errors included. */
-function deprecation(app: Instance, x: Exchange): Step {
-  x.deprecated = deprecationHeaders(app, x.route as TableRoute, baseOf(app, x));
-  return undefined;
+function deprecationOf(route: TableRoute): Phase {
+  return (app, x) => {
+    x.deprecated = deprecationHeaders(app, route, baseOf(app, x));
+    return undefined;
+  };
 }
 
 function cors(_app: Instance, x: Exchange): Step {
@@ -252,17 +243,19 @@ function cors(_app: Instance, x: Exchange): Step {
 }
 
 /** A CORS preflight (Fetch standard) carries no credentials: answered before authentication. */
-function corsOrPreflight(app: Instance, x: Exchange): Step {
-  if (!allowCors(x, x.config) || x.req.method !== 'OPTIONS' || x.req.headers['access-control-request-method'] === undefined) return undefined;
-  const allow = (x.route as TableRoute).action as { readonly allow?: string };
-  const answer = (limit: LimitResult): typeof DONE => {
-    applyLimit(app, x, limit);
-    addPreflightHeaders(x, allow.allow ?? '');
-    sendReply(app, x, PREFLIGHT);
-    return DONE;
+function corsOrPreflightOf(route: TableRoute): Phase {
+  const allow = route.action.kind === 'refuse' ? route.action.allow ?? '' : '';
+  return (app, x) => {
+    if (!allowCors(x, x.config) || x.req.method !== 'OPTIONS' || x.req.headers['access-control-request-method'] === undefined) return undefined;
+    const answer = (limit: LimitResult): typeof DONE => {
+      applyLimit(app, x, limit);
+      addPreflightHeaders(x, allow);
+      sendReply(app, x, PREFLIGHT);
+      return DONE;
+    };
+    const limit = chargeAddress(app.deps, x, x.config);
+    return limit instanceof Promise ? limit.then(answer) : answer(limit);
   };
-  const limit = chargeAddress(app.deps, x, x.config);
-  return limit instanceof Promise ? limit.then(answer) : answer(limit);
 }
 const PREFLIGHT: Reply = { status: 204, body: undefined };
 
@@ -386,87 +379,4 @@ function adminBody(app: Instance, x: Exchange): Step {
   return app.bodies.readJson(x.req, x.res, max, c.maxPendingBodyBytes).then((body) => {
     x.body = body;
   });
-}
-
-// ---- The handlers: what each kind of route does last ----
-
-const HANDLERS: Readonly<Record<TableRoute['action']['kind'], Phase>> = {
-  api(app, x) {
-    const spec = (x.route?.action as { readonly spec: RouteSpec }).spec;
-    return answer(app, x, spec.handler(new Input(app, x)));
-  },
-  admin(app, x) {
-    const spec = (x.route?.action as { readonly spec: AdminRoute }).spec;
-    const control = app.deps.admin as NonNullable<AppDeps['admin']>;
-    const ctx: AdminContext = { body: x.body, rawQuery: x.rawQuery, params: x.params, now: x.started, control, operations: app.operations };
-    return answer(app, x, spec.handler(ctx));
-  },
-  fixed(app, x) {
-    x.quiet = (x.route as TableRoute).quiet;
-    return answer(app, x, ((x.route as TableRoute).action as { reply: (m: string) => Reply | Promise<Reply> }).reply(x.req.method ?? 'GET'));
-  },
-  refuse(_app, x) {
-    const action = (x.route as TableRoute).action as { readonly error: (m: string, p: string) => ApiError; readonly allow?: string };
-    if (action.allow !== undefined) x.headers.allow = action.allow;
-    throw action.error(x.req.method ?? 'GET', x.path);
-  },
-};
-
-/** Sends a handler's answer, at once or when its promise settles. */
-function answer(app: Instance, x: Exchange, reply: Reply | ApiError | Promise<Reply | ApiError>): Step {
-  if (reply instanceof Promise) {
-    return reply.then((r) => {
-      if (r instanceof ApiError) fail(app, x, r);
-      else sendReply(app, x, r);
-      return DONE;
-    });
-  }
-  if (reply instanceof ApiError) fail(app, x, reply);
-  else sendReply(app, x, reply);
-  return DONE;
-}
-
-const NO_QUERY: Query = new Map();
-
-/** What an API handler is given: plain data, read from the exchange; query and base on first use. */
-class Input implements HandlerContext {
-  readonly params: Readonly<Record<string, string>>;
-  readonly rawQuery: string;
-  readonly body: unknown;
-  readonly idempotencyKey: string | undefined;
-  readonly scope: string | undefined;
-  readonly keyName: string | undefined;
-  readonly now: number;
-  readonly config: Config;
-  readonly store: HandlerContext['store'];
-  readonly pages: HandlerContext['pages'];
-  readonly pets: HandlerContext['pets'];
-  #query: Query | undefined;
-  readonly #app: Instance;
-  readonly #x: Exchange;
-
-  constructor(app: Instance, x: Exchange) {
-    this.#app = app;
-    this.#x = x;
-    this.params = x.params;
-    this.rawQuery = x.rawQuery;
-    this.body = x.body;
-    this.idempotencyKey = x.idempotencyKey;
-    const auth = x.auth;
-    this.scope = auth?.kind === 'key' ? auth.entry.digest : undefined;
-    this.keyName = x.keyName;
-    this.now = x.started;
-    this.config = x.config;
-    this.store = app.deps.store;
-    this.pages = app.pages;
-    this.pets = app.pets;
-  }
-
-  get query(): Query {
-    return (this.#query ??= this.rawQuery === '' ? NO_QUERY : parseQuery(this.rawQuery));
-  }
-
-  get base(): string {
-    return baseOf(this.#app, this.#x);
-  }
 }

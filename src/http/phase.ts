@@ -1,0 +1,17 @@
+// What a phase of the request lifecycle is (lifecycle.ts runs them), and what phases share.
+import type { Exchange, Instance } from './exchange.js';
+import { base } from './request.js';
+
+/**
+ * One step of a request. It returns undefined to go on, DONE once it has answered, or a
+ * promise to go on (or stop) once it settles; it throws (or rejects with) what is to be
+ * answered as an Error body.
+ */
+export type Phase = (app: Instance, x: Exchange) => Step;
+export type Step = undefined | typeof DONE | Promise<unknown>;
+export const DONE = 1;
+
+/** The public base URL of this request's links, computed at most once per request. */
+export function baseOf(app: Instance, x: Exchange): string {
+  return (x.base ??= base(app, x.req, x.config));
+}
