@@ -44,7 +44,7 @@ import { applyLimit, chargeAddress } from './charge.js';
 import { addPreflightHeaders, allowCors } from './cors.js';
 import { deprecationHeaders } from './deprecation.js';
 import type { OrderedListener } from './connection/index.js';
-import { Exchange, type AppDeps, type Instance, type RequestListener } from './exchange.js';
+import { Exchange, type AfterList, type AppDeps, type Instance, type RequestListener } from './exchange.js';
 import { fail } from './failure.js';
 import { SLASH, checkRequestFields, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
 import {
@@ -53,6 +53,7 @@ import {
 import { handlerOf } from './handlers.js';
 import { DONE, baseOf, type Phase, type Step } from './phase.js';
 import { Router } from './router.js';
+import { afterList } from './outbound.js';
 import { breakConnection, sendReply } from './send.js';
 
 
@@ -61,6 +62,9 @@ interface PhaseEntry {
   readonly name: string;
   readonly pick: (route: TableRoute, config: Config) => Phase | undefined;
 }
+
+type Compiled = CompiledRoute<Phase, AfterList>;
+type Table = RouteTable<Phase, AfterList>;
 
 const when = (test: boolean, phase: Phase): Phase | undefined => (test ? phase : undefined);
 
@@ -79,13 +83,13 @@ export const PHASES: readonly PhaseEntry[] = [
   { name: 'handler', pick: (r) => handlerOf(r) },
 ];
 
-function compile(route: TableRoute, config: Config): CompiledRoute<Phase> {
+function compile(app: Instance, route: TableRoute, config: Config): Compiled {
   const phases: Phase[] = [];
   for (const entry of PHASES) {
     const phase = entry.pick(route, config);
     if (phase !== undefined) phases.push(phase);
   }
-  return { route, phases };
+  return { route, phases, after: afterList(route, config, app) };
 }
 
 /**
@@ -105,30 +109,30 @@ export function phaseTable(deps: AppDeps, config: Config): Array<{ method: strin
 }
 
 /** The table and every route's phases for `config`. */
-function buildTable(app: Instance, config: Config, generation: number): RouteTable<Phase> {
+function buildTable(app: Instance, config: Config, generation: number): Table {
   // (Each route's phases depend on the route and the config only.)
-  const router = new Router<CompiledRoute<Phase>>();
+  const router = new Router<Compiled>();
   const groups = new Map<string, TableRoute['group']>();
   for (const { method, path, route } of tableRoutes(app.deps, config)) {
-    router.add(method, path, compile(route, config));
+    router.add(method, path, compile(app, route, config));
     groups.set(path, route.group);
   }
   for (const { template, allow } of router.paths()) {
-    router.otherwise(template, compile(methodNotAllowed(groups.get(template) ?? 'api', template, allow), config));
+    router.otherwise(template, compile(app, methodNotAllowed(groups.get(template) ?? 'api', template, allow), config));
   }
   return {
     config,
     generation,
     router,
-    notFound: compile(NOT_FOUND, config),
-    adminNotFound: config.admin === undefined || app.deps.admin === undefined ? undefined : compile(ADMIN_NOT_FOUND, config),
+    notFound: compile(app, NOT_FOUND, config),
+    adminNotFound: config.admin === undefined || app.deps.admin === undefined ? undefined : compile(app, ADMIN_NOT_FOUND, config),
   };
 }
 
 export function createApp(deps: AppDeps): OrderedListener {
   const app: Instance = {
     deps,
-    table: undefined as unknown as RouteTable<Phase>,
+    table: undefined as unknown as Table,
     // Pages and pets are cached only for a store that offers a version to check them against.
     pages: hasPageVersion(deps.store) ? { cache: new PageCache(), version: deps.store } : undefined,
     pets: hasPageVersion(deps.store) ? new PetCache() : undefined,
@@ -151,9 +155,9 @@ export function createApp(deps: AppDeps): OrderedListener {
     // The config snapshot of this request, taken once; a new one (a reload) rebuilds the
     // routes' phases and moves the generation the per-connection caches are checked against.
     const config = deps.config();
-    let table = app.table as RouteTable<Phase>;
+    let table = app.table as Table;
     if (table.config !== config) table = app.table = buildTable(app, config, table.generation + 1);
-    const x = new Exchange(req, res, clock.monotonic(), requestId(req, ids), config);
+    const x = new Exchange(req, res, clock.monotonic(), requestId(req, ids), config, table.notFound.after);
     dispatch(app, x, table)?.catch((err: unknown) => fail(app, x, err));
   };
   // While a fault is armed, an answer may end its connection (truncated, reset, empty): the
@@ -164,8 +168,8 @@ export function createApp(deps: AppDeps): OrderedListener {
 }
 
 /** Frame checks, then the matched route's phases. */
-function dispatch(app: Instance, x: Exchange, table: RouteTable<Phase>): Promise<void> | undefined {
-  let compiled: CompiledRoute<Phase>;
+function dispatch(app: Instance, x: Exchange, table: Table): Promise<void> | undefined {
+  let compiled: Compiled;
   try {
     const req = x.req;
     let url = req.url ?? '/';
@@ -190,6 +194,7 @@ function dispatch(app: Instance, x: Exchange, table: RouteTable<Phase>): Promise
       compiled = table.adminNotFound !== undefined && path.startsWith(ADMIN_PREFIX) ? table.adminNotFound : table.notFound;
     }
     x.route = compiled.route;
+    x.after = compiled.after;
     x.operation = compiled.route.operationId;
   } catch (err) {
     fail(app, x, err);

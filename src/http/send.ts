@@ -1,10 +1,10 @@
 // The one exit: every response of the service is written here.
-import { JOURNAL_MAX_BODY_BYTES, type ConnectionFault } from '../admin/index.js';
+import type { ConnectionFault } from '../admin/index.js';
 import type { Reply } from '../api/index.js';
 import { pushLimitHeaders } from '../limits/index.js';
-import { logRequest } from './access-log.js';
 import { boundUnreadBody, lingerAfterAnswer } from './drain.js';
-import type { Exchange, Instance } from './exchange.js';
+import type { AfterPhase, Exchange, Instance } from './exchange.js';
+import { record } from './outbound.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -93,20 +93,15 @@ export function fieldName(key: string): string {
   return name;
 }
 
-/** Counts and logs an answer, with one more clock reading for its duration. */
+/** What the route runs after its answer (outbound.ts), with one more clock reading for its duration. */
 function done(app: Instance, x: Exchange, status: number): void {
-  const metrics = app.metrics;
-  const timed = !x.quiet && (metrics !== undefined || app.accessLog);
-  if (!timed && !x.journal) return;
+  const after = x.after;
+  if (!x.journal && (x.quiet || !after.timed)) return;
   // One clock reading for all: the journal, the figures and the log line give the same time.
   const elapsed = app.deps.clock.monotonic() - x.started;
-  if (x.journal) record(app, x, status, elapsed);
-  if (!timed) return;
-  if (metrics !== undefined) metrics.request(x.operation, status, elapsed);
-  if (!app.accessLog) return;
-  logRequest(app, x, status, elapsed);
+  const steps = after.steps;
+  for (let i = 0; i < steps.length; i++) (steps[i] as AfterPhase)(app, x, status, elapsed);
 }
-
 
 /**
  * A reply that asks for a broken connection (test harnesses simulating a bad network):
@@ -141,30 +136,4 @@ export function breakConnection(app: Instance, x: Exchange, end: 'reset' | 'empt
   if (end === 'reset') socket.resetAndDestroy();
   else socket.destroy();
   if (x.journal) record(app, x, 0, app.deps.clock.monotonic() - x.started);
-}
-
-/** The journal entry of an answered /v1 request (only when the journal phase marked it). */
-function record(app: Instance, x: Exchange, status: number, elapsed: number): void {
-  const journal = app.deps.journal;
-  if (journal === undefined) return;
-  const clock = app.deps.clock;
-  const req = x.req;
-  let bodyJson: string | undefined;
-  if (x.body !== undefined) {
-    bodyJson = JSON.stringify(x.body);
-    if (bodyJson.length > JOURNAL_MAX_BODY_BYTES / 3 && Buffer.byteLength(bodyJson) > JOURNAL_MAX_BODY_BYTES) bodyJson = undefined;
-  }
-  const key = req.headers['idempotency-key'];
-  journal.record({
-    requestId: x.reqId,
-    at: clock.now(),
-    method: req.method ?? 'GET',
-    path: x.path,
-    rawQuery: x.rawQuery,
-    key: x.keyName ?? null,
-    status,
-    durationMs: Math.round(elapsed * 100) / 100,
-    idempotencyKey: x.idempotencyKey ?? (typeof key === 'string' ? key : null),
-    bodyJson,
-  });
 }
