@@ -12,11 +12,31 @@ export type { ClearKeyConfig, DigestKeyConfig, KeyConfig, PetstoreConfig, PlanLi
 export type { Pet, NewPet, PetStatus, Clock, Logger, LogLevel } from './core/index.js';
 export { ManualClock } from './core/index.js';
 
+/**
+ * This file's own path, from the stack (a path when node loaded it as CommonJS, a file: URL as
+ * an ES module): the bundle has no import.meta (it runs as either, see build.mjs).
+ */
+function ownFile(): string | undefined {
+  const { prepareStackTrace, stackTraceLimit } = Error;
+  try {
+    Error.prepareStackTrace = (_err, sites) => sites;
+    Error.stackTraceLimit = 1;
+    const holder: { stack?: unknown } = {};
+    Error.captureStackTrace(holder, ownFile);
+    const name = (holder.stack as NodeJS.CallSite[] | undefined)?.[0]?.getFileName();
+    return name?.startsWith('file:') === true ? fileURLToPath(name) : (name ?? undefined);
+  } finally {
+    Error.prepareStackTrace = prepareStackTrace;
+    Error.stackTraceLimit = stackTraceLimit;
+  }
+}
+
 function isEntryPoint(): boolean {
   const script = process.argv[1];
-  if (script === undefined) return false;
+  const self = ownFile();
+  if (script === undefined || self === undefined) return false;
   try {
-    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+    return realpathSync(script) === realpathSync(self);
   } catch {
     return false; // argv[1] is not a file (e.g. node -e): then we were imported
   }

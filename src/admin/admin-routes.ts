@@ -4,6 +4,7 @@
 import { ApiError, MAX_CLOCK_ADVANCE_MS, type NewPet } from '../core/index.js';
 import type { SeedPet, StoredPet } from '../store/index.js';
 import { parseNewPet, type Reply } from '../api/index.js';
+import type { NamespaceControl } from './contract.js';
 import { parseFault } from './fault-spec.js';
 import type { Faults } from './faults.js';
 import { journalPageJson, parseJournalFilter, queryObject, type JournalFilter, type JournalRecord } from './journal.js';
@@ -24,6 +25,8 @@ export interface AdminControl {
   readonly clock: ClockControl;
   /** Named snapshots, or why they cannot be had here (the message of a 501). */
   readonly snapshots: SnapshotControl | string;
+  /** The root's namespaces; undefined inside a namespace, or with namespaces off. */
+  readonly namespaces?: NamespaceControl;
 }
 
 export interface JournalControl {
@@ -84,6 +87,7 @@ export interface AdminRoute {
 export const ADMIN_MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 const NO_CONTENT: Reply = { status: 204, body: undefined };
+const NO_NAMESPACES = new ApiError('not_found', 'No namespaces here: they are listed and dropped through the root\'s /__admin/namespaces, while admin.namespaces in the config is above 0.');
 
 /** GET and POST /__admin/clock answer this. */
 function clockReply(clock: ClockControl): Reply {
@@ -290,6 +294,29 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
       const s = snapshotsOf(control);
       if (s instanceof ApiError) return s;
       return (await s.restore(params.name ?? '')) ?? NO_CONTENT;
+    },
+  },
+  {
+    operationId: 'adminListNamespaces',
+    method: 'GET',
+    path: '/namespaces',
+    handler({ control }) {
+      const listed = control.namespaces?.list();
+      if (listed === undefined || listed instanceof ApiError) return listed ?? NO_NAMESPACES;
+      return { status: 200, body: JSON.stringify({ namespaces: listed }) };
+    },
+  },
+  {
+    operationId: 'adminDeleteNamespace',
+    method: 'DELETE',
+    path: '/namespaces/{name}',
+    async handler({ control, params }) {
+      const namespaces = control.namespaces;
+      if (namespaces === undefined) return NO_NAMESPACES;
+      const name = params.name ?? '';
+      const dropped = await namespaces.drop(name);
+      if (dropped instanceof ApiError) return dropped;
+      return dropped ? NO_CONTENT : new ApiError('not_found', `No namespace named ${JSON.stringify(name.slice(0, 80))}.`);
     },
   },
 ];

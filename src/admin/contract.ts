@@ -1,6 +1,8 @@
 // What the admin harness needs from outside it: a worker's line to the other workers of
 // `--workers N`. The cluster implements it (src/cluster/peers.ts) and the server passes it in;
-// alone, the harness gets none and keeps everything in this process.
+// alone, the harness gets none and keeps everything in this process. And what the root's
+// /__admin/namespaces acts on (namespaces.ts implements it).
+import type { ApiError } from '../core/index.js';
 
 /**
  * A worker's line to the other workers, through the primary: ask them all and gather their
@@ -28,4 +30,19 @@ export interface Peers {
   onTold(what: string, fn: (payload: unknown) => void): void;
   /** Stops listening (the server is closing). */
   close(): void;
+}
+
+/** One namespace as GET /__admin/namespaces lists it. */
+export interface NamespaceListing {
+  readonly name: string;
+  readonly pets: number;
+  readonly requests: number;
+}
+
+/** What the root's /__admin/namespaces acts on. */
+export interface NamespaceControl {
+  /** The namespaces in the order they were made; an ApiError where they cannot be had. */
+  list(): NamespaceListing[] | ApiError;
+  /** Drops one: its state is gone. False for an unknown name. */
+  drop(name: string): Promise<boolean | ApiError>;
 }

@@ -6,7 +6,7 @@ import { MemoryLimiter, type Limiter } from '../limits/index.js';
 import { canSnapshot, type PetStore } from '../store/index.js';
 import type { AdminControl, SnapshotControl } from './admin-routes.js';
 import { acrossWorkers } from './across-workers.js';
-import type { Peers } from './contract.js';
+import type { NamespaceControl, Peers } from './contract.js';
 import { Faults } from './faults.js';
 import { RequestJournal, countSlices, journalEntry, mergeSlices, parseJournalFilter, type JournalEntry } from './journal.js';
 import { SharedFaults } from './shared-faults.js';
@@ -25,6 +25,8 @@ export interface HarnessInput {
   readonly addressLimiter: Limiter;
   /** The pets are in PostgreSQL (no snapshots). */
   readonly postgres: boolean;
+  /** The root's namespaces, when on. */
+  readonly namespaces?: NamespaceControl;
 }
 
 /** A journal filter given as an object, as the query of GET /__admin/requests would carry it (values as strings or numbers). */
@@ -110,6 +112,7 @@ export function openHarness(h: HarnessInput): Harness {
       advance: (ms) => workers.advanceClock(ms),
     },
     snapshots,
+    namespaces: h.namespaces,
   };
   return {
     control,

@@ -1,6 +1,6 @@
 // The admin harness's face: the /__admin operations, faults, the request journal, snapshots,
 // faults shared between workers, and what the server wires them with.
-export type { Peers } from './contract.js';
+export type { NamespaceControl, NamespaceListing, Peers } from './contract.js';
 export { ADMIN_MAX_BODY_BYTES, ADMIN_ROUTES, parseClockAdvance, parseSeedPets } from './admin-routes.js';
 export type { AdminContext, AdminControl, AdminRoute, ClockControl, JournalControl, SnapshotControl } from './admin-routes.js';
 export { ANY_OPERATION, CONNECTION_FAULTS, MAX_FAULT_COUNT, MAX_FAULT_DELAY_MS, faultError, parseFault, seededRandom } from './fault-spec.js';
@@ -14,3 +14,5 @@ export type { SnapshotInfo, SnapshotParts } from './snapshots.js';
 export { SharedFaults } from './shared-faults.js';
 export { harnessFaults, openHarness } from './harness.js';
 export type { Harness, HarnessInput, JournalQueryObject } from './harness.js';
+export { NAMESPACE_PREFIX, Namespaces, NoNamespaces, namespaceNameError } from './namespaces.js';
+export type { NamespaceSelect, NamespaceWorld, NamespacesOptions, WorldState } from './namespaces.js';

@@ -51,6 +51,8 @@ export interface HandlerContext {
   readonly keyName: string | undefined;
   /** Public base URL ending in /v1, for links (computed at most once per request). */
   readonly base: string;
+  /** Inside a namespace: its path prefix (/ns/{name}), already in `base`, for the other URLs a handler writes. */
+  readonly pathPrefix?: string;
   /** The monotonic clock's reading for this request (ms), taken once when it arrived. */
   readonly now: number;
   /** The config in force for this request (one snapshot per request). */

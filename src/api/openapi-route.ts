@@ -22,10 +22,10 @@ export function openApiRoute(routes: readonly RouteSpec[], version: string): Rou
     auth: 'optional',
     parameters: [],
     responses: { 200: { description: 'The OpenAPI document.', schema: 'OpenApi' } },
-    handler({ config, base }) {
+    handler({ config, base, pathPrefix }) {
       if (cache?.config !== config || cache.base !== base) {
         // Indented, so that linters and readers get meaningful line numbers.
-        cache = { config, base, body: JSON.stringify(openApiDocument([...routes, route], config, version, base), null, 2) };
+        cache = { config, base, body: JSON.stringify(openApiDocument([...routes, route], config, version, base, pathPrefix), null, 2) };
       }
       return { status: 200, body: cache.body };
     },

@@ -231,7 +231,7 @@ const HEADER_DOCS: Record<string, [string, Json]> = {
  * links say): the first server, so generated clients and Swagger UI talk to this instance;
  * the config's environments follow.
  */
-export function openApiDocument(routes: readonly RouteSpec[], config: Config, version: string, base: string): Json {
+export function openApiDocument(routes: readonly RouteSpec[], config: Config, version: string, base: string, pathPrefix?: string): Json {
   const paths: { [path: string]: { [method: string]: Json } } = {};
   for (const route of routes) {
     const item = (paths[route.path] ??= {});
@@ -241,7 +241,8 @@ export function openApiDocument(routes: readonly RouteSpec[], config: Config, ve
   }
   const servers = [{ url: base, description: 'this instance' }];
   for (const name of ['production', 'staging'] as const) {
-    const url = config.environments[name];
+    // Inside a namespace, the same namespace of that environment.
+    const url = pathPrefix === undefined ? config.environments[name] : `${config.environments[name].slice(0, -3)}${pathPrefix}/v1`;
     if (url !== base) servers.push({ url, description: name });
   }
   const used = new Set(JSON.stringify(paths).match(/#\/components\/headers\/[A-Za-z-]+/g)?.map((ref) => ref.slice('#/components/headers/'.length)));

@@ -1,6 +1,8 @@
 // The answers cached as bytes: the pages of GET /pets and each pet of GET /pets/{petId},
-// checked against the store's page version. Both are bounded in entries and in bytes.
-import type { PageVersion } from '../store/index.js';
+// checked against the store's page version. Both are bounded in entries and in bytes, and the
+// bytes are what an entry really costs: its body in a Buffer of its own (never a slice keeping
+// a shared pool slab alive), its key, its next link, and the objects around them.
+import { BUFFER_OVERHEAD, ownedBuffer, ownedString, stringBytes, type PageVersion } from '../store/index.js';
 
 export interface CachedPage {
   readonly generation: number;
@@ -8,9 +10,10 @@ export interface CachedPage {
   readonly count: number;
   /**
    * Bytes, not a string: node writes a Buffer body beside the header block, whereas a string
-   * body is first concatenated with it, a fresh copy per request.
+   * body is first concatenated with it, a fresh copy per request. Once kept, a Buffer of
+   * its own (BoundedBytes.set).
    */
-  readonly body: Buffer;
+  body: Buffer;
   /** Id of the page's last pet when more pets follow, else undefined. */
   readonly nextAfter: number | undefined;
   /** The next link as last built, and the base URL it was built for. */
@@ -25,9 +28,20 @@ export interface CachedPage {
 /** One pet's 200 body. Pets never change: it is valid until a reset (the generation). */
 export interface CachedPet {
   readonly generation: number;
-  readonly body: Buffer;
+  /** Once kept, a Buffer of its own (BoundedBytes.set). */
+  body: Buffer;
   used?: boolean;
 }
+
+/** An entry's record, its Map slot and the generation and count numbers (counted high). */
+const ENTRY_OVERHEAD = 256;
+/**
+ * A page keeps its next link only up to this many characters (the Host header it is built from
+ * may be long), and every page counts room for one that long and for its base URL, at two bytes
+ * a character: its bytes never grow after they were counted.
+ */
+export const MAX_KEPT_LINK = 256;
+const LINK_BYTES = 64 + 2 * (16 + 2 * MAX_KEPT_LINK);
 
 /**
  * A map of byte answers bounded in entries and in bytes (a page of long names is far larger
@@ -36,18 +50,21 @@ export interface CachedPet {
  * pays one store and no reordering; eviction walks from the oldest entry, and a flagged one
  * is moved to the back with its flag cleared instead of being dropped.
  */
-class BoundedBytes<T extends { readonly body: Buffer; used?: boolean }> {
+class BoundedBytes<T extends { body: Buffer; used?: boolean }> {
   protected readonly entries = new Map<string, T>();
   readonly #maxEntries: number;
   readonly #maxBytes: number;
+  /** What each entry costs beside its body and key (a page: room for its link). */
+  readonly #entryBytes: number;
   #bytes = 0;
 
-  constructor(maxEntries: number, maxBytes: number) {
+  constructor(maxEntries: number, maxBytes: number, entryBytes = ENTRY_OVERHEAD) {
     this.#maxEntries = maxEntries;
     this.#maxBytes = maxBytes;
+    this.#entryBytes = entryBytes;
   }
 
-  /** Bytes of bodies held. */
+  /** Bytes held: bodies, keys and entries, as they cost in memory. */
   get bytes(): number {
     return this.#bytes;
   }
@@ -56,21 +73,31 @@ class BoundedBytes<T extends { readonly body: Buffer; used?: boolean }> {
     return this.entries.size;
   }
 
+  /**
+   * Keeps `entry` under `key`. Its body is copied out of a shared pool slab if it is in one,
+   * and the key into a string of its own (it may be a slice of the request line).
+   */
   set(key: string, entry: T): void {
-    const size = entry.body.length;
     this.#drop(key);
+    const size = this.cost(key, entry.body.length);
     if (size > this.#maxBytes) return; // would evict everything else for one entry
     while (this.entries.size >= this.#maxEntries || this.#bytes + size > this.#maxBytes) this.#evictOne();
     entry.used = false;
-    this.entries.set(key, entry);
+    entry.body = ownedBuffer(entry.body);
+    this.entries.set(ownedString(key), entry);
     this.#bytes += size;
+  }
+
+  /** What an entry with this key and a body of this length costs against the bound. */
+  cost(key: string, bodyLength: number): number {
+    return this.#entryBytes + stringBytes(key) + bodyLength + BUFFER_OVERHEAD;
   }
 
   #drop(key: string): void {
     const entry = this.entries.get(key);
     if (entry === undefined) return;
     this.entries.delete(key);
-    this.#bytes -= entry.body.length;
+    this.#bytes -= this.cost(key, entry.body.length);
   }
 
   /** Drops the least recently used entry (CLOCK): used ones get a second chance at the back. */
@@ -82,7 +109,7 @@ class BoundedBytes<T extends { readonly body: Buffer; used?: boolean }> {
         this.entries.set(key, entry);
         continue;
       }
-      this.#bytes -= entry.body.length;
+      this.#bytes -= this.cost(key, entry.body.length);
       return;
     }
   }
@@ -99,7 +126,7 @@ export class PageCache extends BoundedBytes<CachedPage> {
   static readonly MAX_BYTES = 16 * 1024 * 1024;
 
   constructor(maxPages = PageCache.MAX_PAGES, maxBytes = PageCache.MAX_BYTES) {
-    super(maxPages, maxBytes);
+    super(maxPages, maxBytes, ENTRY_OVERHEAD + LINK_BYTES);
   }
 
   get(key: string, store: PageVersion): CachedPage | undefined {

@@ -4,7 +4,7 @@ import { ApiError } from '../core/index.js';
 import type { StoredPet } from '../store/index.js';
 import type { Reply, RouteSpec } from './contract.js';
 import { IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_DESCRIPTION, createOnce, idempotencyKeySchema } from './idempotency-key.js';
-import type { CachedPage, PageCache, PetCache } from './page-cache.js';
+import { MAX_KEPT_LINK, type CachedPage, type PageCache, type PetCache } from './page-cache.js';
 import {
   cursorSchema, limitSchema, newPetSchema, parseListQuery, parseNewPet, parsePetId, petIdSchema, petSchema,
   petStatusSchema,
@@ -90,8 +90,11 @@ function cached(cache: PageCache, key: string, page: CachedPage): CachedPage {
 
 function pageReply(base: string, page: CachedPage): Reply {
   if (page.nextAfter === undefined) return { status: 200, body: page.body };
-  if (page.link?.base !== base) page.link = { base, value: nextLink(base, page.limit, page.status, page.nextAfter) };
-  return { status: 200, body: page.body, headers: { link: page.link.value } };
+  if (page.link?.base === base) return { status: 200, body: page.body, headers: { link: page.link.value } };
+  const value = nextLink(base, page.limit, page.status, page.nextAfter);
+  // Kept only as long as the cache counted room for (a Host header may be long).
+  if (value.length <= MAX_KEPT_LINK) page.link = { base, value };
+  return { status: 200, body: page.body, headers: { link: value } };
 }
 
 const createPet: RouteSpec = {

@@ -2,7 +2,7 @@
 // default, start the server, print the ready line, and handle signals.
 // main() returns an exit code; nothing in here calls process.exit.
 import cluster from 'node:cluster';
-import { batchingSink, jsonLogger, safeStderr, safeStdoutBytes, stdoutLine } from '../core/index.js';
+import { batchingSink, jsonLogger, reporter, safeStderr, safeStdoutBytes, stdoutLine, type Report } from '../core/index.js';
 import { isClusterWorker, runPrimary, runWorker } from '../cluster/index.js';
 import { startWithConfig, type PetstoreHandle } from '../server/index.js';
 import { USAGE, UsageError, inMemoryWarning, invokedAs, parse, resolveOptions, type Io, type Resolved } from './args.js';
@@ -58,7 +58,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (memoryWarning !== undefined) logger.log('warn', memoryWarning); // held until after the ready line
   // The handlers go in before the ready line: a harness may send SIGTERM the moment it reads
   // the line, and a signal without a handler would kill the process instead of stopping it.
-  const signals = waitForSignals(handle, resolved, io);
+  const signals = waitForSignals(handle, resolved, reporter(logger, io, 'petstore: '));
   io.err(startLine(resolved));
   io.out(`petstore listening on ${handle.url}`);
   out.release();
@@ -68,30 +68,38 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
 }
 
 /** Serve until SIGTERM or SIGINT (resolves with the exit code and when the stop began); SIGHUP reloads the config file (a bad one is refused). */
-function waitForSignals(handle: PetstoreHandle, resolved: Resolved, io: Io): Promise<{ code: number; at: number }> {
+function waitForSignals(handle: PetstoreHandle, resolved: Resolved, report: Report): Promise<{ code: number; at: number }> {
   return new Promise((done) => {
     let stopping = false;
     const stop = (signal: string): void => {
       if (stopping) return;
       stopping = true;
       const at = performance.now();
-      io.err(`petstore: ${signal} received, finishing in-flight requests`);
+      report('info', `${signal} received, finishing in-flight requests`, { signal });
       handle.close().then(
         () => { cleanup(); done({ code: 0, at }); },
-        (err: unknown) => { io.err(`petstore: error while stopping: ${describeStartError(err)}`); cleanup(); done({ code: 1, at }); },
+        (err: unknown) => {
+          const reason = describeStartError(err);
+          report('error', 'error while stopping', { signal, reason }, reason);
+          cleanup();
+          done({ code: 1, at });
+        },
       );
     };
     const reload = (): void => {
       if (typeof resolved.configSource !== 'string') {
-        io.err('petstore: SIGHUP ignored: running on the built-in config, there is no file to reload');
+        report('warn', 'SIGHUP ignored: running on the built-in config, there is no file to reload', { signal: 'SIGHUP' });
         return;
       }
-      handle.reload(resolved.configSource).then(
-        () => io.err(`petstore: config reloaded from ${resolved.configSource as string}`),
-        (err: unknown) => io.err(`petstore: config reload refused, the old config stays in force: ${describeStartError(err)}`),
+      const config = resolved.configSource;
+      handle.reload(config).then(
+        () => report('info', `config reloaded from ${config}`, { signal: 'SIGHUP', config }),
+        (err: unknown) => {
+          const reason = describeStartError(err);
+          report('error', 'config reload refused, the old config stays in force', { signal: 'SIGHUP', config, reason }, reason);
+        },
       );
     };
     const cleanup = onSignals({ SIGTERM: () => stop('SIGTERM'), SIGINT: () => stop('SIGINT'), SIGHUP: reload });
   });
 }
-

@@ -5,7 +5,7 @@
 // as a reload to every worker (a starting one too, which applies it before it serves), and on SIGTERM or SIGINT stops them all gracefully: exit 0
 // when every one stopped cleanly.
 import cluster, { type Worker } from 'node:cluster';
-import { batchingSink, jsonLogger, safeStdoutBytes } from '../core/index.js';
+import { batchingSink, jsonLogger, reporter, safeStdoutBytes, wholeLines } from '../core/index.js';
 import type { ClusterOptions, CommandLine } from './contract.js';
 import { ASK_TIMEOUT_MS, isWorkerMessage, type PrimaryMessage, type WorkerMessage } from './protocol.js';
 import { GENERATION_ENV, PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
@@ -60,8 +60,9 @@ function deliver(worker: Worker | undefined, message: PrimaryMessage): void {
 
 export function runPrimary(argv: readonly string[], resolved: ClusterOptions, cli: CommandLine): Promise<number> {
   const { io, onSignals, settleThenExit } = cli;
-  const out = batchingSink(safeStdoutBytes());
+  const out = batchingSink(wholeLines(safeStdoutBytes()));
   const logger = jsonLogger(resolved.logLevel, out.sink);
+  const report = reporter(logger, io, 'petstore: ');
   const slots: Slot[] = Array.from({ length: resolved.workers }, (_, i) => ({
     n: i + 1, worker: undefined, ready: false, startedAt: 0, quickDeaths: 0, restart: undefined, onStart: undefined,
   }));
@@ -252,7 +253,7 @@ export function runPrimary(argv: readonly string[], resolved: ClusterOptions, cl
     const wasStarting = phase === 'starting';
     phase = 'stopping';
     const running = slots.filter((s) => s.worker !== undefined).length;
-    if (running > 0) io.err(`petstore: ${why}, stopping ${running} workers (each finishes its in-flight requests)`);
+    if (running > 0) report('info', `${why}, stopping ${running} workers (each finishes its in-flight requests)`, { workers: running });
     for (const s of slots) {
       if (s.restart !== undefined) clearTimeout(s.restart);
       s.restart = undefined;
@@ -266,7 +267,7 @@ export function runPrimary(argv: readonly string[], resolved: ClusterOptions, cl
     stopTimer = setTimeout(() => {
       for (const s of slots) {
         if (s.worker === undefined) continue;
-        io.err(`petstore: worker ${s.n} did not stop within ${STOP_TIMEOUT_MS / 1000} s; killing it`);
+        report('error', `worker ${s.n} did not stop within ${STOP_TIMEOUT_MS / 1000} s; killing it`, { worker: s.n, workerPid: s.worker.process.pid });
         s.worker.process.kill('SIGKILL');
       }
     }, STOP_TIMEOUT_MS);
@@ -274,7 +275,7 @@ export function runPrimary(argv: readonly string[], resolved: ClusterOptions, cl
 
   const reload = (): void => {
     if (typeof resolved.configSource !== 'string') {
-      io.err('petstore: SIGHUP ignored: running on the built-in config, there is no file to reload');
+      report('warn', 'SIGHUP ignored: running on the built-in config, there is no file to reload', { signal: 'SIGHUP' });
       return;
     }
     // Every worker, a starting one too: it applies the reload before it serves (worker.ts).

@@ -5,7 +5,7 @@
 // is gone; SIGINT (a terminal's Ctrl-C reaches every process of the group) is left to the
 // primary, which stops every worker.
 import cluster from 'node:cluster';
-import { batchingSink, jsonLogger, safeStderr, safeStdoutBytes, wholeLines } from '../core/index.js';
+import { batchingSink, jsonLogger, reporter, safeStderr, safeStdoutBytes, wholeLines } from '../core/index.js';
 import { startWithConfig, type PetstoreHandle } from '../server/index.js';
 import type { ClusterOptions, CommandLine } from './contract.js';
 import { WorkerPeers } from './peers.js';
@@ -32,6 +32,7 @@ export async function runWorker(resolved: ClusterOptions, env: NodeJS.ProcessEnv
   const say = (line: string): void => io.err(`petstore: worker ${id}: ${line}`);
   const out = batchingSink(wholeLines(safeStdoutBytes()));
   const logger = jsonLogger(resolved.logLevel, out.sink);
+  const report = reporter(logger, io, `petstore: worker ${id}: `);
   const peers = new WorkerPeers();
   let handle: PetstoreHandle | undefined;
   let stopRequested = false;
@@ -44,10 +45,14 @@ export async function runWorker(resolved: ClusterOptions, env: NodeJS.ProcessEnv
     stopRequested = true;
     stopAt = performance.now();
     if (handle === undefined) return; // still starting: stopped as soon as it is up
-    if (why !== 'stop') say(`${why}, finishing in-flight requests`);
+    if (why !== 'stop') report('info', `${why}, finishing in-flight requests`);
     handle.close().then(
       () => finish(0),
-      (err: unknown) => { say(`error while stopping: ${describeStartError(err)}`); finish(1); },
+      (err: unknown) => {
+        const reason = describeStartError(err);
+        report('error', 'error while stopping', { reason }, reason);
+        finish(1);
+      },
     );
   };
   // The config read at start covers the SIGHUPs counted at the fork; `heard` is the newest
@@ -58,12 +63,16 @@ export async function runWorker(resolved: ClusterOptions, env: NodeJS.ProcessEnv
   const reload = (): void => {
     if (handle === undefined) return; // still starting: caught up before it listens (catchUp)
     if (typeof resolved.configSource !== 'string') {
-      say('reload ignored: running on the built-in config, there is no file to reload');
+      report('warn', 'reload ignored: running on the built-in config, there is no file to reload');
       return;
     }
-    handle.reload(resolved.configSource).then(
-      () => say(`config reloaded from ${resolved.configSource as string}`),
-      (err: unknown) => say(`config reload refused, the old config stays in force: ${describeStartError(err)}`),
+    const config = resolved.configSource;
+    handle.reload(config).then(
+      () => report('info', `config reloaded from ${config}`, { config }),
+      (err: unknown) => {
+        const reason = describeStartError(err);
+        report('error', 'config reload refused, the old config stays in force', { config, reason }, reason);
+      },
     );
   };
   const onMessage = (m: unknown): void => {
@@ -87,10 +96,11 @@ export async function runWorker(resolved: ClusterOptions, env: NodeJS.ProcessEnv
       const target = heard;
       try {
         await apply();
-        if (target > forked) say(`config reloaded from ${resolved.configSource} before serving (a SIGHUP came while this worker started)`);
+        if (target > forked) report('info', `config reloaded from ${resolved.configSource} before serving (a SIGHUP came while this worker started)`, { config: resolved.configSource });
       } catch (err) {
         // As a running worker would: the config in force stays (the others refused it too).
-        if (target > forked) say(`config reload refused, the old config stays in force: ${describeStartError(err)}`);
+        const reason = describeStartError(err);
+        if (target > forked) report('error', 'config reload refused, the old config stays in force', { config: resolved.configSource, reason }, reason);
       }
       covered = target;
     } while (covered < heard);

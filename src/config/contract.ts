@@ -45,9 +45,16 @@ export interface Config {
     readonly digest: string;
     /** Requests the journal keeps (GET /__admin/requests), 0..100,000; 0: no journal. Default 1,000. */
     readonly journal: number;
+    /** Namespaces (/ns/{name}) there may be at once, 0..10,000; 0: none (/ns/... is an unknown path). Default 0. */
+    readonly namespaces: number;
   } | undefined;
   /** redis:// URL of the shared rate-limit state (docs/scaling.md); undefined: limits in process. */
   readonly limits: string | undefined;
+  /**
+   * What a process limits from, while Redis does not answer, for an id it never heard of from
+   * Redis: 'open' (default) starts it as a new id (full buckets); 'strict' starts it empty.
+   */
+  readonly limitsOutage: 'open' | 'strict';
   /** Processes sharing the port (node:cluster); 1: one process, as without the field. */
   readonly workers: number;
   /** Absolute path where the in-process key limiter's state is saved (restarts keep it); undefined: beside the data file, if any. */

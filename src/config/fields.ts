@@ -34,6 +34,10 @@ export const CONFIG_FIELDS = {
     default: undefined, defaultNote: 'none: in process', applied: 'restart',
     meaning: 'a `redis://` or `rediss://` URL where the rate limits of every process live',
   },
+  limitsOutage: {
+    default: 'open', applied: 'restart',
+    meaning: 'while Redis does not answer, a key or address a process never heard of starts with full buckets (`"open"`) or empty ones (`"strict"`)',
+  },
   workers: {
     default: 1, applied: 'restart',
     meaning: 'processes sharing the port, 1 to 64; above 1 needs `store` and `limits`; command line only (`startPetstore` refuses it)',
@@ -75,7 +79,7 @@ export const CONFIG_FIELDS = {
   metrics: { default: false, applied: 'restart', meaning: '`true`: `GET /metrics` answers the Prometheus text format' },
   admin: {
     default: undefined, defaultNote: 'none: no `/__admin` paths', applied: 'reload',
-    meaning: '`{"sha256": "<hex digest>"}` or `{"key": "..."}` (16 characters at least): the key that opens `/__admin`; not one of `keys`. `admin.journal`: requests the request journal keeps, `0` (off) to `100000`, default `1000`; read at start (a reload that changes it is logged as needing a restart)',
+    meaning: '`{"sha256": "<hex digest>"}` or `{"key": "..."}` (16 characters at least): the key that opens `/__admin`; not one of `keys`. `admin.journal`: requests the request journal keeps, `0` (off) to `100000`, default `1000`; read at start (a reload that changes it is logged as needing a restart). `admin.namespaces`: how many isolated namespaces (`/ns/{name}/...`) there may be at once, `0` (off) to `10000`, default `0`; read at start',
   },
   $schema: { default: undefined, defaultNote: 'none', applied: 'reload', meaning: 'a JSON schema reference for editors; ignored' },
 } as const satisfies Record<keyof PetstoreConfig, ConfigField>;

@@ -64,6 +64,12 @@ export interface PetstoreConfig {
    */
   limits?: string;
   /**
+   * While Redis does not answer, an id (key or client address) the process never heard of from
+   * Redis starts with full buckets (`"open"`, the default) or empty ones (`"strict"`).
+   * Applied at restart. See docs/scaling.md.
+   */
+  limitsOutage?: 'open' | 'strict';
+  /**
    * Processes sharing the port (node:cluster), 1 to 64; above 1 it needs both `store` and
    * `limits`. Command line only: startPetstore runs one server in the embedder's process.
    * Applied at restart. See docs/scaling.md.
@@ -120,5 +126,7 @@ export interface PetstoreConfig {
   admin?: ({ key: string; sha256?: never } | { sha256: string; key?: never }) & {
     /** Requests kept by the request journal (GET /__admin/requests), 0 (off) to 100000. Default `1000`. */
     journal?: number;
+    /** Namespaces (/ns/{name}, isolated worlds for parallel tests) there may be at once, 0 (off) to 10000. Default `0`. */
+    namespaces?: number;
   };
 }

@@ -89,6 +89,11 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
   const limitsProblem = limits === undefined || limitsEncoding !== undefined ? undefined : limitsUrlProblem(limits);
   if (limitsEncoding !== undefined) r.problem(limitsEncoding);
   else if (limitsProblem !== undefined) r.problem(`limits ${limitsProblem}`);
+  let limitsOutage: Config['limitsOutage'] = 'open';
+  if (raw.limitsOutage !== undefined && raw.limitsOutage !== null) {
+    if (raw.limitsOutage === 'open' || raw.limitsOutage === 'strict') limitsOutage = raw.limitsOutage;
+    else r.problem('limitsOutage must be "open" or "strict"');
+  }
   const workers = readWorkers(r, raw.workers);
   let limitsFile: string | undefined;
   if (raw.limitsFile !== undefined && raw.limitsFile !== null) {
@@ -96,8 +101,8 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     if (f !== undefined) limitsFile = resolve(baseDir, f);
     if (limits !== undefined) r.problem('limitsFile and limits cannot both be given: the limits live in Redis or in a file');
   }
-  const plans = readPlans(r, raw.plans);
-  const keys = readKeys(r, raw.keys, plans);
+  const { plans, invalid: invalidPlans } = readPlans(r, raw.plans);
+  const keys = readKeys(r, raw.keys, plans, invalidPlans);
   const ban = readBan(r, raw.ban);
   const anonymous = raw.anonymous === undefined ? { perMinute: 30, perDay: 500 } : r.limits(raw.anonymous, 'anonymous');
   const anonymousTableSize = raw.anonymousTableSize === undefined ? 100_000 : r.positiveInt(raw.anonymousTableSize, 'anonymousTableSize');
@@ -131,7 +136,7 @@ export function parseConfig(raw: unknown, source: string, baseDir: string): Conf
     ...connections, metrics, admin,
     maxQueuedWrites: maxQueuedWrites ?? DEFAULT_MAX_QUEUED_WRITES,
     idempotencyRetentionHours,
-    limits, workers, limitsFile,
+    limits, limitsOutage, workers, limitsFile,
   });
 }
 
@@ -211,23 +216,34 @@ function readConnectionBounds(r: Reader, raw: Raw): Pick<Config, 'maxConnections
   return { maxConnections, maxPendingBodyBytes };
 }
 
-function readPlans(r: Reader, v: unknown): ReadonlyMap<string, Limits> {
-  if (v === undefined) return DEFAULT_PLANS;
+/**
+ * The plans: the default ones (free, pro, business), each replaced by the config's plan of the
+ * same name, and the config's other plans beside them. A plan given but not valid is reported
+ * (plans.NAME ...) and is in `invalid`, so that a key naming it is not also told the plan is
+ * unknown.
+ */
+function readPlans(r: Reader, v: unknown): { plans: ReadonlyMap<string, Limits>; invalid: ReadonlySet<string> } {
+  const invalid = new Set<string>();
+  if (v === undefined) return { plans: DEFAULT_PLANS, invalid };
   if (!isObject(v)) {
     r.problem('plans must be an object of plan name to {"perMinute", "perDay"}');
-    return new Map();
+    return { plans: new Map(), invalid };
   }
   // A Map, not an object: a plan named "toString" or "__proto__" must be one the config
   // defines, never something inherited from Object.prototype.
-  const plans = new Map<string, Limits>();
+  const plans = new Map<string, Limits>(DEFAULT_PLANS);
   for (const [name, limits] of Object.entries(v)) {
     const l = r.limits(limits, `plans.${name}`);
     if (l) plans.set(name, Object.freeze(l));
+    else {
+      plans.delete(name);
+      invalid.add(name);
+    }
   }
-  return plans;
+  return { plans, invalid };
 }
 
-function readKeys(r: Reader, v: unknown, plans: ReadonlyMap<string, Limits>): Map<string, KeyEntry> {
+function readKeys(r: Reader, v: unknown, plans: ReadonlyMap<string, Limits>, invalidPlans: ReadonlySet<string>): Map<string, KeyEntry> {
   const keys = new Map<string, KeyEntry>();
   if (v === undefined) return keys;
   if (!Array.isArray(v)) {
@@ -259,13 +275,13 @@ function readKeys(r: Reader, v: unknown, plans: ReadonlyMap<string, Limits>): Ma
     const plan = r.string(item.plan, `${where}.plan`);
     let limits: Limits | undefined;
     const planLimits = plan === undefined ? undefined : plans.get(plan);
+    // A plan the config gives but gets wrong is already reported as such (plans.NAME ...).
+    const unknown = plan !== undefined && plan !== 'enterprise' && planLimits === undefined && !invalidPlans.has(plan);
+    const unknownText = `${where}.plan "${plan}" is not a known plan (${[...plans.keys(), 'enterprise'].join(', ')})`;
     if (item.limits !== undefined) limits = r.limits(item.limits, `${where}.limits`);
     else if (planLimits !== undefined) limits = planLimits;
     else if (plan === 'enterprise') r.problem(`${where}: plan "enterprise" is custom, so the key needs its own "limits"`);
-    else if (plan !== undefined) r.problem(`${where}.plan "${plan}" is not a known plan (${[...plans.keys(), 'enterprise'].join(', ')})`);
-    if (plan !== undefined && item.limits !== undefined && plan !== 'enterprise' && planLimits === undefined) {
-      r.problem(`${where}.plan "${plan}" is not a known plan (${[...plans.keys(), 'enterprise'].join(', ')})`);
-    }
+    if (unknown) r.problem(unknownText);
     if (digest === undefined || name === undefined || plan === undefined || limits === undefined || keys.has(digest)) return;
     keys.set(digest, Object.freeze({ digest, name, plan, limits }));
   });
@@ -310,10 +326,14 @@ function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>): 
     r.problem('admin must be an object {"sha256": "<hex digest>"} or {"key": "<key>"}');
     return undefined;
   }
-  for (const k of Object.keys(v)) if (k !== 'key' && k !== 'sha256' && k !== 'journal') r.problem(`admin.${k} is not a known field`);
+  for (const k of Object.keys(v)) if (k !== 'key' && k !== 'sha256' && k !== 'journal' && k !== 'namespaces') r.problem(`admin.${k} is not a known field`);
   const journal = v.journal === undefined ? DEFAULT_ADMIN_JOURNAL : v.journal;
   if (typeof journal !== 'number' || !Number.isInteger(journal) || journal < 0 || journal > MAX_ADMIN_JOURNAL) {
     r.problem(`admin.journal must be an integer from 0 (no request journal) to ${MAX_ADMIN_JOURNAL} (entries kept)`);
+  }
+  const namespaces = v.namespaces === undefined ? 0 : v.namespaces;
+  if (typeof namespaces !== 'number' || !Number.isInteger(namespaces) || namespaces < 0 || namespaces > MAX_ADMIN_NAMESPACES) {
+    r.problem(`admin.namespaces must be an integer from 0 (no namespaces) to ${MAX_ADMIN_NAMESPACES}`);
   }
   // The admin key empties the store: a short one is guessed from enough addresses, whatever
   // the per-address budget of 401s. (A digest's key cannot be measured.)
@@ -324,8 +344,11 @@ function readAdmin(r: Reader, v: unknown, keys: ReadonlyMap<string, KeyEntry>): 
   if (digest === undefined) return undefined;
   const same = keys.get(digest);
   if (same !== undefined) r.problem(`admin is the same key as the API key named ${JSON.stringify(same.name)}: the admin key must be a key of its own`);
-  return Object.freeze({ digest, journal: journal as number });
+  return Object.freeze({ digest, journal: journal as number, namespaces: namespaces as number });
 }
+
+/** Namespaces (/ns/{name}) there may be at once, at most. */
+const MAX_ADMIN_NAMESPACES = 10_000;
 
 /** Requests the admin journal keeps by default, and at most. */
 export const DEFAULT_ADMIN_JOURNAL = 1000;

@@ -14,8 +14,8 @@ export { StoreGeneration } from './store-generation.js';
 export type { AdvanceGeneration } from './store-generation.js';
 export { batchingSink, functionLogger, isAscii, jsonLogger, silentLogger } from './log.js';
 export type { BatchingSink, LogSink } from './log.js';
-export { MAX_QUEUED_LOG_BYTES, boundedWriter, directWriter, guardedWriter, safeStderr, safeStdout, safeStdoutBytes, settleStdio, stdoutLine, type ByteWrite, type WriteSync } from './stdio.js';
-export type { Queue, Write } from './stdio.js';
+export { MAX_QUEUED_LOG_BYTES, guardedWriter, pieceWriter, safeStderr, safeStdout, safeStdoutBytes, settleStdio, stdoutLine, type ByteWrite, type WriteSync } from './stdio.js';
+export type { PieceStream, PieceWriter, PieceWriterOptions, Write } from './stdio.js';
 export { wholeLines } from './whole-lines.js';
 export { describeError, errorCode } from './errno.js';
 export { readJsonFile, readJsonFileSync } from './json-file.js';
@@ -25,3 +25,5 @@ export { FileTooLargeError, NotRegularFileError, openRegularFileSync, readRegula
 export { fsyncDir, fsyncDirSync, writeNewFileSynced } from './durable.js';
 export { STEP_MS, STEP_RUN, Steps, step, yieldToLoop } from './steps.js';
 export { PART_ENTRIES, PartedMap } from './parted-map.js';
+export { reporter } from './report.js';
+export type { ErrLine, Report } from './report.js';

@@ -1,6 +1,6 @@
 // What the HTTP app is given: its collaborators, passed in so that tests and embedders can
 // swap them. Apart from exchange.ts, so the route table can name them without a circle.
-import type { AdminControl, RequestJournal } from '../admin/index.js';
+import type { AdminControl, NamespaceSelect, RequestJournal } from '../admin/index.js';
 import type { RouteSpec } from '../api/index.js';
 import type { Config } from '../config/index.js';
 import type { Clock, Logger } from '../core/index.js';
@@ -32,6 +32,16 @@ export interface AppDeps {
   readonly scrape?: () => string | Promise<string>;
   /** What /__admin acts on; those paths exist only while the config names an admin key. */
   readonly admin?: AdminControl;
+  /**
+   * Why this process should get no traffic now (GET /readyz answers 503 with it), or
+   * undefined when it is ready (for instance: stopping). Besides it, /readyz is red while the
+   * store is unreachable.
+   */
+  readonly readiness?: () => string | undefined;
   /** This process's request journal: /v1 requests are recorded only with it and an admin key set. */
   readonly journal?: RequestJournal;
+  /** Namespaces (/ns/{name}), while admin.namespaces is above 0: each a world served by an app of its own (namespaces.ts). */
+  readonly namespaces?: NamespaceSelect;
+  /** Inside a namespace: its prefix (/ns/{name}), written into every URL before /v1. */
+  readonly pathPrefix?: string;
 }

@@ -97,6 +97,10 @@ class Input implements HandlerContext {
     this.pets = app.pets;
   }
 
+  get pathPrefix(): string | undefined {
+    return this.#app.deps.pathPrefix;
+  }
+
   get query(): Query {
     return (this.#query ??= this.rawQuery === '' ? NO_QUERY : parseQuery(this.rawQuery));
   }

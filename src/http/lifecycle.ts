@@ -46,6 +46,7 @@ import { deprecationHeaders } from './deprecation.js';
 import type { OrderedListener } from './connection/index.js';
 import { Exchange, type AfterList, type AppDeps, type Instance, type RequestListener } from './exchange.js';
 import { fail } from './failure.js';
+import { withNamespaces } from './namespaces.js';
 import { SLASH, checkRequestFields, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
 import {
   ADMIN_NOT_FOUND, ADMIN_PREFIX, NOT_FOUND, methodNotAllowed, tableRoutes, type CompiledRoute, type RouteTable, type TableRoute,
@@ -147,7 +148,7 @@ export function createApp(deps: AppDeps): OrderedListener {
     faults: deps.admin?.faults ?? new Faults(),
     operations: deps.routes.map((r) => r.operationId),
   };
-  app.table = buildTable(app, deps.config(), 1);
+  app.table = buildTable(app, deps.config(), nextGeneration());
   const ids = requestIds();
   const clock = deps.clock;
 
@@ -156,7 +157,7 @@ export function createApp(deps: AppDeps): OrderedListener {
     // routes' phases and moves the generation the per-connection caches are checked against.
     const config = deps.config();
     let table = app.table as Table;
-    if (table.config !== config) table = app.table = buildTable(app, config, table.generation + 1);
+    if (table.config !== config) table = app.table = buildTable(app, config, nextGeneration());
     const x = new Exchange(req, res, clock.monotonic(), requestId(req, ids), config, table.notFound.after);
     dispatch(app, x, table)?.catch((err: unknown) => fail(app, x, err));
   };
@@ -164,7 +165,22 @@ export function createApp(deps: AppDeps): OrderedListener {
   // requests pipelined behind each request wait for its answer, and are not handled at all
   // when it ended the connection (a create would be stored without its 201).
   const faults = app.faults;
-  return Object.assign(listener, { oneAtATime: () => faults.armed > 0 });
+  const oneAtATime = (): boolean => faults.armed > 0;
+  // Namespaces: a listener in front, only while there may be some (namespaces.ts).
+  if (deps.namespaces === undefined) return Object.assign(listener, { oneAtATime });
+  const front = withNamespaces(listener, deps, deps.namespaces, createApp, (req, res, error) => {
+    fail(app, new Exchange(req, res, clock.monotonic(), requestId(req, ids), deps.config(), (app.table as Table).notFound.after), error);
+  });
+  return Object.assign(front, { oneAtATime });
+}
+
+/**
+ * Generations of route tables, over every app of the process: the per-connection caches are
+ * checked against them, and a connection may be served by the root and by namespaces' apps.
+ */
+let generations = 0;
+function nextGeneration(): number {
+  return ++generations;
 }
 
 /** Frame checks, then the matched route's phases. */

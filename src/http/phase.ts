@@ -1,5 +1,6 @@
 // What a phase of the request lifecycle is (lifecycle.ts runs them), and what phases share.
 import type { Exchange, Instance } from './exchange.js';
+import { prefixedBase } from './namespaces.js';
 import { base } from './request.js';
 
 /**
@@ -13,5 +14,6 @@ export const DONE = 1;
 
 /** The public base URL of this request's links, computed at most once per request. */
 export function baseOf(app: Instance, x: Exchange): string {
-  return (x.base ??= base(app, x.req, x.config));
+  const prefix = app.deps.pathPrefix;
+  return (x.base ??= prefix === undefined ? base(app, x.req, x.config) : prefixedBase(base(app, x.req, x.config), prefix));
 }

@@ -89,6 +89,9 @@ export function tableRoutes(deps: AppDeps, config: Config): Array<{ method: stri
     });
   }
   out.push({ method: 'GET', path: '/healthz', route: meta('healthz', false, () => HEALTHY) });
+  // Readiness for balancers: /healthz says the process lives, /readyz whether to send it traffic.
+  const readiness = (): string | undefined => deps.readiness?.() ?? (deps.store.reachable === false ? STORE_AWAY : undefined);
+  out.push({ method: 'GET', path: '/readyz', route: meta('readyz', false, () => readyReply(readiness())) });
   if (deps.metrics !== undefined) {
     const scrape = deps.scrape ?? defaultScrape(deps);
     // Outside /v1, no key, no limit, and not counted itself: a scrape every few seconds does
@@ -112,6 +115,17 @@ export function tableRoutes(deps: AppDeps, config: Config): Array<{ method: stri
 }
 
 const HEALTHY: Reply = { status: 200, body: '{"status":"ok"}' };
+const READY: Reply = { status: 200, body: '{"status":"ready"}' };
+const STORE_AWAY = 'The store cannot be reached right now; this instance answers 503 to reads and creates until it can.';
+
+function readyReply(reason: string | undefined): Reply {
+  if (reason === undefined) return READY;
+  return {
+    status: 503,
+    body: JSON.stringify({ code: 'service_unavailable', message: reason, status: 503 }),
+    headers: { 'retry-after': '1', 'cache-control': 'no-store' },
+  };
+}
 
 function meta(operationId: string | undefined, quiet: boolean, reply: () => Reply | Promise<Reply>): TableRoute {
   return {

@@ -201,11 +201,15 @@ function copyOf(t: Table, slot: number, mono: number): EntryCopy {
 
 /**
  * Refills both buckets of the slot at `o` up to `mono` at the rates of `limits`, clamped to
- * their capacities: buckets.ts refill(), on a slot.
+ * their capacities: buckets.ts refill(), on a slot. A time before the slot's last refill (a
+ * clock stepped back) refills nothing and moves a running ban back with it, so that it keeps
+ * what it had left then (the Redis script does the same).
  */
 function refillSlot(num: Float64Array, o: number, limits: Limits, mono: number): void {
   const at = num[o + N_AT] as number;
-  const elapsed = mono > at ? mono - at : 0;
+  let elapsed = 0;
+  if (mono > at) elapsed = mono - at;
+  else if (mono < at) num[o + N_BANNED_UNTIL] = (num[o + N_BANNED_UNTIL] as number) - (at - mono);
   const minuteCap = limits.perMinute * MINUTE_MS;
   const dayCap = limits.perDay * DAY_MS;
   // Clamp even when elapsed is 0: the limits may have shrunk since the last call.

@@ -2,6 +2,7 @@
 // with PostgreSQL's read cache when the limits are in Redis) and the two limiters (in
 // process or in Redis), and where the keys' limits outlive a restart. Whatever was opened is
 // closed again when a later part fails.
+import { Namespaces, NoNamespaces, type Peers } from '../admin/index.js';
 import type { Config } from '../config/index.js';
 import { StoreGeneration, asStartError, type Logger, type ServiceClock } from '../core/index.js';
 import { MemoryLimiter, type Limiter } from '../limits/index.js';
@@ -9,7 +10,7 @@ import type { ServiceMetrics } from '../metrics/index.js';
 import { ReadCachedStore, hasPageVersion, openFileStore, openMemoryStore, openPostgresStore, type PetStore, type PostgresStore } from '../store/index.js';
 import type { StartOptions } from './contract.js';
 import { releaseAll } from './lifecycle.js';
-import { openLimiters, type Limiters } from './limiters.js';
+import { memoryLimiters, openLimiters, type Limiters } from './limiters.js';
 
 const SAVE_LIMITS_EVERY_MS = 30_000;
 
@@ -82,4 +83,25 @@ export async function keepKeyLimits(backends: Backends, config: Config, options:
     logger.log('warn', 'rate limits are kept in this process only and start full again at every restart ' +
       '(set "limitsFile" in the config to keep them in a file, or "limits" to keep them in Redis)');
   }
+}
+
+/**
+ * The namespaces' worlds (admin.namespaces above 0), each made on first use by the factories
+ * the root's in-memory store and limiters come from: whatever the root keeps its pets and
+ * limits in, a namespace keeps them in memory. With --workers each worker would hold a world
+ * of its own, and a test's requests reach any worker: then every use is a 501 saying so.
+ */
+export function openNamespaces(config: Config, clock: ServiceClock, peers: Peers | undefined): Namespaces | NoNamespaces | undefined {
+  const bound = config.admin?.namespaces ?? 0;
+  if (bound === 0) return undefined;
+  if (peers !== undefined) {
+    return new NoNamespaces('the service runs with --workers, and a namespace kept in one worker would not be seen by the requests the others serve; run one process for parallel tests');
+  }
+  const idempotencyRetentionMs = config.idempotencyRetentionHours * 3_600_000;
+  return new Namespaces({
+    bound,
+    journalSize: config.admin?.journal ?? 1000,
+    rootClock: clock,
+    open: (worldClock) => ({ store: openMemoryStore({ clock: worldClock, idempotencyRetentionMs }), ...memoryLimiters(config, worldClock) }),
+  });
 }

@@ -19,8 +19,11 @@ export function restartOnlyChanges(old: Config, next: Config): string[] {
   if (old.idempotencyRetentionHours !== next.idempotencyRetentionHours) fields.push('idempotencyRetentionHours');
   if (old.metrics !== next.metrics) fields.push('metrics');
   if (old.limits !== next.limits) fields.push('limits');
+  if (old.limitsOutage !== next.limitsOutage) fields.push('limitsOutage');
   // The journal's ring is sized at start (with no admin then, at the default 1,000).
   if (next.admin !== undefined && next.admin.journal !== (old.admin?.journal ?? 1000)) fields.push('admin.journal');
+  // So are the namespaces' bound, and whether there are any.
+  if (next.admin !== undefined && next.admin.namespaces !== (old.admin?.namespaces ?? 0)) fields.push('admin.namespaces');
   if (old.limitsFile !== next.limitsFile) fields.push('limitsFile');
   if (old.workers !== next.workers) fields.push('workers');
   return fields;

@@ -27,14 +27,16 @@ export interface LimitersOptions {
   readonly generation?: StoreGeneration;
 }
 
+/** The two limiters in this process (also each namespace's, on its own clock). */
+export function memoryLimiters(config: Config, clock: Clock): { keyLimiter: MemoryLimiter; addressLimiter: MemoryLimiter } {
+  return {
+    keyLimiter: new MemoryLimiter({ clock, ban: config.ban }),
+    addressLimiter: new MemoryLimiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize }),
+  };
+}
+
 export async function openLimiters(url: string | undefined, config: Config, clock: Clock, logger: Logger, opts: LimitersOptions = {}): Promise<Limiters> {
-  if (url === undefined) {
-    return {
-      keyLimiter: new MemoryLimiter({ clock, ban: config.ban }),
-      addressLimiter: new MemoryLimiter({ clock, ban: config.ban, maxEntries: config.anonymousTableSize }),
-      link: undefined,
-    };
-  }
+  if (url === undefined) return { ...memoryLimiters(config, clock), link: undefined };
   const link = await openRedisLink(url, { logger });
   logger.log('info', 'limits in Redis', { redis: redisWhere(url), up: link.up });
   const generation = opts.generation;
@@ -43,9 +45,10 @@ export async function openLimiters(url: string | undefined, config: Config, cloc
     generation.setAdvance(() => link.advanceGeneration());
   }
   return {
-    keyLimiter: new RedisLimiter(link, { prefix: REDIS_PREFIXES.keys, clock, ban: config.ban, clockOffsetMs: opts.clockOffsetMs }),
+    keyLimiter: new RedisLimiter(link, { prefix: REDIS_PREFIXES.keys, clock, ban: config.ban, clockOffsetMs: opts.clockOffsetMs, outage: config.limitsOutage }),
     addressLimiter: new RedisLimiter(link, {
       prefix: REDIS_PREFIXES.addresses, clock, ban: config.ban, maxEntries: config.anonymousTableSize, clockOffsetMs: opts.clockOffsetMs,
+      outage: config.limitsOutage,
     }),
     link,
   };

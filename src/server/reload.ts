@@ -21,6 +21,8 @@ export interface ReloadParts {
   readonly keyLimiter: Limiter;
   readonly addressLimiter: Limiter;
   readonly logger: Logger;
+  /** The namespaces' limiters, reconfigured with the root's. */
+  readonly worlds?: () => Iterable<{ readonly keyLimiter: Limiter; readonly addressLimiter: Limiter }>;
 }
 
 export class ConfigInForce {
@@ -55,9 +57,11 @@ export class ConfigInForce {
     this.#config = next;
     if (this.server !== undefined) this.server.maxConnections = next.maxConnections;
     // Keys that still exist keep their buckets and bans; revoked keys are forgotten.
-    keyLimiter.retain(kept);
-    keyLimiter.configure(next.ban);
-    addressLimiter.configure(next.ban, next.anonymousTableSize);
+    for (const limiters of [{ keyLimiter, addressLimiter }, ...(this.#parts.worlds?.() ?? [])]) {
+      limiters.keyLimiter.retain(kept);
+      limiters.keyLimiter.configure(next.ban);
+      limiters.addressLimiter.configure(next.ban, next.anonymousTableSize);
+    }
     if (ignored.length > 0) logger.log('warn', 'config reloaded; changes to these fields take effect only after a restart', { fields: ignored });
   }
 }

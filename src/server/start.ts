@@ -3,14 +3,14 @@
 // run in one process. Each part is opened in its own file: the backends (backends.ts), the
 // admin harness (src/admin/), the config and its reloads (reload.ts), the node:http server
 // (node-server.ts).
-import { ADMIN_ROUTES, harnessFaults, openHarness, type Peers } from '../admin/index.js';
+import { ADMIN_ROUTES, Namespaces, harnessFaults, openHarness, type Peers } from '../admin/index.js';
 import { ROUTES, openApiRoute } from '../api/index.js';
 import { limitsUrlProblem, type Config } from '../config/index.js';
 import { asStartError, functionLogger, jsonLogger, safeStdout, serviceClock, silentLogger, type ServiceClock } from '../core/index.js';
 import type { Logger } from '../core/index.js';
 import { createApp, orderPipelined, takeTurns } from '../http/index.js';
 import { SCRAPE_MAX_AGE_MS, ServiceMetrics, cachedScrape } from '../metrics/index.js';
-import { keepKeyLimits, openBackends } from './backends.js';
+import { keepKeyLimits, openBackends, openNamespaces } from './backends.js';
 import { StartError, type PetstoreHandle, type StartOptions } from './contract.js';
 import { listen, shutdown } from './lifecycle.js';
 import { nodeServer } from './node-server.js';
@@ -59,7 +59,7 @@ export async function startWithConfig(
   const routes = [...ROUTES, openApiRoute(ROUTES, __PETSTORE_VERSION__)];
   // Applied at start only (a reload that turns them on or off is logged as needing a restart).
   const metrics = config.metrics
-    ? new ServiceMetrics({ operations: [...routes.map((r) => r.operationId), 'healthz', ...ADMIN_ROUTES.map((r) => r.operationId)], version: __PETSTORE_VERSION__ })
+    ? new ServiceMetrics({ operations: [...routes.map((r) => r.operationId), 'healthz', 'readyz', ...ADMIN_ROUTES.map((r) => r.operationId)], version: __PETSTORE_VERSION__ })
     : undefined;
 
   const limitsUrl = options.limits ?? config.limits;
@@ -74,10 +74,12 @@ export async function startWithConfig(
   });
   const { store, keyLimiter, addressLimiter } = backends;
   // Sized at start; without admin then, at the default, for a reload that turns admin on.
+  const namespaces = openNamespaces(config, clock, peers);
   const harness = openHarness({
-    clock, faults, journalSize: config.admin?.journal ?? 1000, peers, store, keyLimiter, addressLimiter, postgres: options.store !== undefined,
+    clock, faults, journalSize: config.admin?.journal ?? 1000, peers, store, keyLimiter, addressLimiter, postgres: options.store !== undefined, namespaces,
   });
-  const inForce = new ConfigInForce(config, { source: options.config, keyLimiter, addressLimiter, logger });
+  const worlds = namespaces instanceof Namespaces ? () => namespaces.worlds() : undefined;
+  const inForce = new ConfigInForce(config, { source: options.config, keyLimiter, addressLimiter, logger, worlds });
   const reload = (source: StartOptions['config']): Promise<void> => inForce.reload(source);
 
   let stopping = false;
@@ -85,7 +87,8 @@ export async function startWithConfig(
     if (options.seed?.length) await store.seed(options.seed).catch((err: unknown) => { throw asStartError('seed', err); });
     await keepKeyLimits(backends, config, options, logger);
     const app = createApp({
-      store, clock, logger, keyLimiter, addressLimiter, routes, metrics, admin: harness.control, journal: harness.journal,
+      readiness: () => (stopping ? 'This instance is stopping: requests in flight finish, new ones should go elsewhere.' : undefined),
+      store, clock, logger, keyLimiter, addressLimiter, routes, metrics, admin: harness.control, journal: harness.journal, namespaces,
       scrape: metrics === undefined ? undefined : cachedScrape(metrics, peers === undefined ? undefined : () => peers.gather('metrics', SCRAPE_MAX_AGE_MS)),
       config: () => inForce.config,
       // Read per request, so that a reload that changes the environments moves the links too.
@@ -124,8 +127,10 @@ export async function startWithConfig(
       peers?.close();
       // A request waiting out an injected delay is served now, not after the grace.
       harness.stop();
-      closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(() => {
+      if (namespaces instanceof Namespaces) namespaces.stop();
+      closing ??= shutdown(listening, options.shutdownGraceMs ?? 10_000).then(async () => {
         metrics?.close();
+        if (namespaces instanceof Namespaces) await namespaces.close();
         return backends.close();
       });
       return closing;

@@ -70,6 +70,12 @@ export interface PetStore {
    * durable.
    */
   close(): Promise<void>;
+  /**
+   * A store on a server (PostgreSQL): false from the first request found it unreachable (or
+   * refused) until it answers again; the store asks it every few hundred ms meanwhile. A store
+   * without it is always reachable. For readiness checks.
+   */
+  readonly reachable?: boolean;
 }
 
 /**

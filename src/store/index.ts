@@ -17,5 +17,7 @@ export { isPostgresUrl, openPostgresStore, redactUrl } from './postgres/index.js
 export type { PostgresStore, PostgresStoreOptions } from './postgres/index.js';
 export { canSnapshot } from './contract.js';
 export type { SnapshotStore, StoreSnapshot } from './contract.js';
-export { ReadCachedStore } from './postgres/read-cache.js';
+export { ReadCachedStore, DEFAULT_MAX_BYTES as READ_CACHE_MAX_BYTES } from './postgres/read-cache.js';
 export type { ReadCacheOptions } from './postgres/read-cache.js';
+// What kept strings and Buffers cost, for the caches bounded in bytes.
+export { BUFFER_OVERHEAD, bufferBytes, ownedBuffer, ownedString, stringBytes } from './memory-cost.js';

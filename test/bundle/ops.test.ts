@@ -245,6 +245,14 @@ describe('SIGHUP reload', () => {
       const refusal = srv.stderr().split('\n').find((l) => l.includes('config reload refused')) ?? '';
       assert.ok(refusal.includes(file), `names the file: ${refusal}`);
       assert.match(srv.stderr(), /not valid JSON/);
+      // And a JSON log line at level 50 on stdout, for a pipeline alerting on errors.
+      await until('the refusal as a JSON line', () => srv.stdout().includes('"msg":"config reload refused'));
+      const line = srv.stdout().split('\n').find((l) => l.includes('"msg":"config reload refused')) ?? '';
+      const logged = JSON.parse(line) as { level: number; config: string; reason: string; signal: string };
+      assert.equal(logged.level, 50);
+      assert.equal(logged.config, file);
+      assert.equal(logged.signal, 'SIGHUP');
+      assert.match(logged.reason, /not valid JSON/);
       assert.equal((await get(ADDED)).status, 200, 'the old config stays in force');
       assert.equal((await get(KEEP)).headers['x-ratelimit-remaining'], '53');
       assert.equal((await get(REVOKE)).status, 401);
@@ -260,10 +268,25 @@ describe('SIGHUP reload', () => {
       assert.equal(srv.proc.exitCode, null, 'still running');
       assert.equal(reloads(), 1);
       assert.ok(!srv.stderr().includes(KEEP), 'no key in the messages');
+      assert.ok(!srv.stdout().includes(KEEP), 'no key in the log');
     } finally {
       agent.destroy();
       assert.equal(await srv.stop(), 0);
     }
+
+  });
+
+  test('a SIGHUP without a config file and a SIGTERM are JSON log lines too (warn, info), beside their stderr lines', async () => {
+    const srv = await startBundle(['--memory', '--log-level', 'info']);
+    try {
+      srv.proc.kill('SIGHUP');
+      await until('the ignored SIGHUP', () => /SIGHUP ignored/.test(srv.stderr()) && /"msg":"SIGHUP ignored/.test(srv.stdout()));
+    } finally {
+      assert.equal(await srv.stop(), 0);
+    }
+    const events = srv.stdout().split('\n').filter((l) => /"msg":"(SIGHUP ignored|SIGTERM received)/.test(l)).map((l) => JSON.parse(l) as { level: number; signal: string });
+    assert.deepEqual(events.map((e) => [e.level, e.signal]), [[40, 'SIGHUP'], [30, 'SIGTERM']]);
+    assert.match(srv.stderr(), /petstore: SIGTERM received, finishing in-flight requests/);
   });
 
   test('a reload moves the links when --env is given', async () => {

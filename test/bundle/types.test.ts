@@ -1,9 +1,11 @@
 // The library's types as an embedder meets them: a TypeScript file compiled against
-// dist/petstore.d.ts. Typed options compile; a misspelt or mistyped config field does not.
+// dist/petstore.d.ts, in a project without @types/node and with every declaration checked.
+// Typed options compile; a misspelt or mistyped config field does not. The declaration is one
+// file: nothing of the internals is shipped.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, tempDir } from '../support/bundle.js';
 
@@ -66,11 +68,13 @@ test('typed options compile against dist/petstore.d.ts; misspelt or mistyped con
     writeFileSync(join(dir, file), `// ${name}\nimport { startPetstore } from ${LIB};\n${code}\n`);
     files.push(file);
   });
-  const tsc = spawnSync(process.execPath, [
-    join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), ...files, '--noEmit', '--strict', '--ignoreConfig',
-    '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--skipLibCheck',
-    '--types', 'node', '--typeRoots', join(ROOT, 'node_modules', '@types'),
-  ], { cwd: dir, encoding: 'utf8' });
+  // A consumer without @types/node (no node_modules anywhere above a temp folder), checking
+  // every declaration file it sees (skipLibCheck off), with only the language's own library.
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', lib: ['es2022'], types: [], skipLibCheck: false },
+    files,
+  }));
+  const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], { cwd: dir, encoding: 'utf8' });
   const out = tsc.stdout + tsc.stderr;
   const errorsOf = (file: string): string[] => out.split('\n').filter((l) => l.startsWith(`${file}(`));
   assert.deepEqual(errorsOf('good.ts'), [], out);
@@ -78,4 +82,11 @@ test('typed options compile against dist/petstore.d.ts; misspelt or mistyped con
   assert.match(errorsOf('bad0.ts').join('\n'), /'kyes' does not exist/);
   assert.match(errorsOf('bad4.ts').join('\n'), /'secs' does not exist/);
   assert.equal(out.split('\n').filter((l) => /error TS/.test(l) && !/^bad\d\.ts\(/.test(l)).length, 0, `no other errors:\n${out}`);
+});
+
+test('dist/ holds the bundle, its package.json and one declaration file that imports nothing and names no Node type', () => {
+  assert.deepEqual(readdirSync(join(ROOT, 'dist')).sort(), ['package.json', 'petstore.d.ts', 'petstore.js']);
+  const dts = readFileSync(join(ROOT, 'dist', 'petstore.d.ts'), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '');
+  assert.doesNotMatch(dts, /\bimport\b|\brequire\(|from '/);
+  assert.doesNotMatch(dts, /\bBuffer\b|\bNodeJS\b/);
 });

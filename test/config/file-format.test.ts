@@ -14,6 +14,7 @@ test('a config with every typed field set is accepted', () => {
     dataFile: 'data/pets.json',
     store: 'postgres://petstore@127.0.0.1:5432/petstore',
     limits: 'redis://127.0.0.1:6379/0',
+    limitsOutage: 'strict',
     environments: { production: 'https://api.example.com/v1', staging: 'https://staging.example.com/v1' },
     plans: { free: { perMinute: 1, perDay: 2 } },
     keys: [{ key: 'k', plan: 'free', name: 'n', limits: { perMinute: 3, perDay: 4 } }, { sha256: 'a'.repeat(64), plan: 'free' }],

@@ -21,8 +21,8 @@ test('metrics: true or false only', () => {
 });
 
 test('admin: a key or its digest, held as the digest, never a key of the API', () => {
-  assert.deepEqual(parseConfig({ admin: { key: 'adm-1-0123456789ab' } }, 'x', '/srv').admin, { digest: sha256('adm-1-0123456789ab'), journal: 1000 });
-  assert.deepEqual(parseConfig({ admin: { sha256: sha256('adm-1').toUpperCase() } }, 'x', '/srv').admin, { digest: sha256('adm-1'), journal: 1000 });
+  assert.deepEqual(parseConfig({ admin: { key: 'adm-1-0123456789ab' } }, 'x', '/srv').admin, { digest: sha256('adm-1-0123456789ab'), journal: 1000, namespaces: 0 });
+  assert.deepEqual(parseConfig({ admin: { sha256: sha256('adm-1').toUpperCase() } }, 'x', '/srv').admin, { digest: sha256('adm-1'), journal: 1000, namespaces: 0 });
   assert.deepEqual(problems({ admin: 'adm-1' }), ['admin must be an object {"sha256": "<hex digest>"} or {"key": "<key>"}']);
   assert.deepEqual(problems({ admin: {} }), ['admin needs exactly one of "key" (the key in clear) or "sha256" (its hex SHA-256 digest)']);
   assert.deepEqual(problems({ admin: { sha256: 'abc' } }), ['admin.sha256 must be 64 hexadecimal characters']);
@@ -42,12 +42,21 @@ test('admin.journal: entries the request journal keeps, 0 (off) to 100,000, defa
   }
 });
 
+test('admin.namespaces: how many namespaces there may be at once, 0 (off) to 10,000, default 0', () => {
+  const key = 'adm-1-0123456789ab';
+  assert.equal(parseConfig({ admin: { key } }, 'x', '/srv').admin?.namespaces, 0);
+  assert.equal(parseConfig({ admin: { key, namespaces: 10_000 } }, 'x', '/srv').admin?.namespaces, 10_000);
+  for (const namespaces of [-1, 10_001, 2.5, '10', null]) {
+    assert.deepEqual(problems({ admin: { key, namespaces } }), ['admin.namespaces must be an integer from 0 (no namespaces) to 10000'], String(namespaces));
+  }
+});
+
 test('admin: a key in clear shorter than 16 characters is refused, without echoing it', () => {
   const short = problems({ admin: { key: 'adm-secret' } });
   assert.deepEqual(short, ['admin.key must be at least 16 characters long (it has 10); make one with: openssl rand -hex 16']);
   assert.ok(!short.join().includes('adm-secret'), 'the key is not echoed');
   assert.deepEqual(problems({ admin: { key: 'a' } }).length, 1);
-  assert.deepEqual(parseConfig({ admin: { key: '0123456789abcdef' } }, 'x', '/srv').admin, { digest: sha256('0123456789abcdef'), journal: 1000 });
+  assert.deepEqual(parseConfig({ admin: { key: '0123456789abcdef' } }, 'x', '/srv').admin, { digest: sha256('0123456789abcdef'), journal: 1000, namespaces: 0 });
   // A key that is no token at all gets the one message about that.
   assert.deepEqual(problems({ admin: { key: 'a b' } }), ['admin.key must be a non-empty string of token characters (A-Z a-z 0-9 - . _ ~ + /)']);
 });

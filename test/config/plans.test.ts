@@ -55,3 +55,22 @@ test('a key with plan "toString" is refused at start, not a 500 on every request
     await srv.stop();
   }
 });
+
+test('plans are merged with the defaults by name: a config that adds a plan keeps its free keys working', () => {
+  const config = parseConfig({ plans: { tiny: { perMinute: 5, perDay: 50 } }, keys: [{ key: 'abc', plan: 'free' }, { key: 'def', plan: 'tiny' }] }, 'test.json', '/srv');
+  assert.deepEqual([...config.plans.keys()], ['free', 'pro', 'business', 'tiny']);
+  assert.deepEqual([...config.keys.values()].map((k) => [k.plan, k.limits.perMinute]), [['free', 60], ['tiny', 5]]);
+});
+
+test('a plan of a default name replaces that default only', () => {
+  const config = parseConfig({ plans: { free: { perMinute: 30, perDay: 300 } } }, 'test.json', '/srv');
+  assert.deepEqual(Object.fromEntries(config.plans), {
+    free: { perMinute: 30, perDay: 300 }, pro: { perMinute: 300, perDay: 10000 }, business: { perMinute: 1000, perDay: 100000 },
+  });
+});
+
+test('an invalid plans.free is reported as invalid, not as an unknown plan for the keys naming it', () => {
+  const found = problems({ plans: { free: { perMinute: 0, perDay: 10 } }, keys: [{ key: 'abc', plan: 'free' }] });
+  assert.ok(found.some((p) => p.startsWith('plans.free')), JSON.stringify(found));
+  assert.ok(!found.some((p) => p.includes('not a known plan')), JSON.stringify(found));
+});

@@ -150,6 +150,19 @@ const CASES: readonly Case[] = [
     ],
   },
   {
+    name: 'a clock that goes back keeps a running ban to what it had left, not the step',
+    limits: FREE, ban: { after: 0, seconds: 100 },
+    steps: [
+      { at: 1_000_000, n: 60, expect: 'ok' },
+      { at: 1_000_000, expect: ['rate_limited', 'temporarily_banned'], retryAfter: 100 },
+      { at: 1_010_000, expect: 'temporarily_banned', retryAfter: 90 },
+      // 16 minutes back: 90 s of ban left still, and nothing refilled.
+      { at: 10_000, expect: 'temporarily_banned', retryAfter: 90 },
+      { at: 99_999.5, expect: 'temporarily_banned', retryAfter: 1 },
+      { at: 100_000, n: 60, expect: 'ok', remaining: '0' },
+    ],
+  },
+  {
     name: 'ids are independent (keyless per-address budgets, IPv4 and an IPv6 /64)',
     limits: { perMinute: 2, perDay: 500 }, ban: NO_BAN,
     steps: [

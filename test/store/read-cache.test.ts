@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { StoreGeneration } from '../../src/core/index.js';
 import { ReadCachedStore, hasPageVersion, openMemoryStore, type ListQuery, type PetStore, type SeedPet, type StoredPet } from '../../src/store/index.js';
 import type { NewPet } from '../../src/core/types.js';
+import { petBytes } from '../../src/store/postgres/kept-reads.js';
 
 /** The memory store behind promises, counting reads; `hold` parks the next read until released. */
 class CountingStore implements PetStore {
@@ -34,7 +35,7 @@ class CountingStore implements PetStore {
   close(): Promise<void> { return this.inner.close(); }
 }
 
-function setup(opts: { maxPets?: number; maxPagePets?: number } = {}): { db: CountingStore; gen: StoreGeneration; cache: ReadCachedStore; advances: string[] } {
+function setup(opts: { maxBytes?: number } = {}): { db: CountingStore; gen: StoreGeneration; cache: ReadCachedStore; advances: string[] } {
   const db = new CountingStore();
   const advances: string[] = [];
   let n = 0;
@@ -183,19 +184,55 @@ test('reset and seed advance the generation after they commit; a failed advance 
   await assert.rejects(other.seed([{ name: 'x', categoryId: 1, id: 0 }]), (err: Error) => err.name === 'StoreInputError');
 });
 
-test('memory is bounded: oldest pets and pages go first', async () => {
-  const { db, cache } = setup({ maxPets: 10, maxPagePets: 6 });
+test('memory is bounded in bytes: oldest pets and pages go first', async () => {
+  const one = petBytes({ pet: { id: 10, name: 'p10', categoryId: 1, status: 'sold' }, json: '{"id":10,"name":"p10","categoryId":1,"status":"sold"}' });
+  // Room for about ten pets.
+  const { db, cache } = setup({ maxBytes: 10 * one + 200 });
   await seedPets(db, 40);
-  for (let id = 1; id <= 30; id++) await cache.get(id);
+  for (let id = 11; id <= 30; id++) await cache.get(id);
   assert.equal(cache.size.pets, 10);
-  for (let after = 0; after < 20; after += 2) await cache.list({ limit: 2, afterId: after });
-  assert.equal(cache.size.pages, 3);
-  assert.equal(cache.size.pagePets, 6);
+  assert.ok(cache.bytes <= 10 * one + 200);
+  assert.equal((await cache.get(30))?.pet.id, 30, 'the newest are kept');
   const before = db.reads;
-  await cache.list({ limit: 2, afterId: 18 });
-  assert.equal(db.reads, before, 'the newest page is kept');
-  await cache.list({ limit: 2, afterId: 0 });
-  assert.equal(db.reads, before + 1, 'the oldest page was dropped');
+  await cache.get(11);
+  assert.equal(db.reads, before + 1, 'the oldest were dropped');
+});
+
+test('a pet is held once: a page keeps the objects held by id, and a pet on a page answers get()', async () => {
+  const { db, cache } = setup();
+  await seedPets(db, 10);
+  const two = await cache.get(2);
+  const page = await cache.list({ limit: 3 });
+  const again = await cache.list({ limit: 3 });
+  assert.equal(again[1], two, 'the page shares the pet read by id');
+  assert.notEqual(again, page, 'a copy of the page is handed out');
+  const shared = await cache.list({ limit: 3, afterId: 1 });
+  const kept = await cache.list({ limit: 3, afterId: 1 });
+  assert.equal(kept[1], again[2], 'overlapping pages share their pets');
+  assert.deepEqual(ids(shared), [2, 3, 4]);
+  const reads = db.reads;
+  assert.equal((await cache.get(4))?.pet.id, 4);
+  assert.equal(db.reads, reads, 'a pet held by a page answers get()');
+  assert.deepEqual(cache.size, { pets: 4, pages: 2, pagePets: 6 });
+});
+
+test('a page is dropped with its pets unless something else holds them; a page too big for the bound is not kept', async () => {
+  const { db, cache } = setup({ maxBytes: 40_000 });
+  await seedPets(db, 200);
+  await cache.get(1);
+  for (let after = 0; after < 100; after += 5) await cache.list({ limit: 5, afterId: after });
+  assert.ok(cache.bytes <= 40_000);
+  const { pets, pagePets } = cache.size;
+  assert.ok(pets <= pagePets + 1, `every pet held has a holder: ${JSON.stringify(cache.size)}`);
+  const reads = db.reads;
+  await cache.list({ limit: 5, afterId: 0 });
+  assert.equal(db.reads, reads + 1, 'the oldest page was dropped');
+  await cache.list({ limit: 150 });
+  await cache.list({ limit: 150 });
+  assert.equal(db.reads, reads + 3, 'a page bigger than the whole bound is never kept');
+  await cache.reset();
+  assert.deepEqual(cache.size, { pets: 0, pages: 0, pagePets: 0 });
+  assert.equal(cache.bytes, 0);
 });
 
 test('a page version for the HTTP byte caches: stable within one store generation, never repeated across a change, never matched while unknown; count never repeats', async () => {

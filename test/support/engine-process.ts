@@ -16,6 +16,8 @@ export interface ProcessSpec {
   readonly file: string;
   /** The arguments for a start on `port` (the same port again after a stop). */
   args(port: number): readonly string[];
+  /** Runs before each start, e.g. to write a config file naming `port`. */
+  prepare?(port: number): void;
   readonly cwd?: string;
   readonly env?: NodeJS.ProcessEnv;
   /** Run as this user (PostgreSQL and PgBouncer refuse to run as root). */
@@ -85,6 +87,7 @@ export function engineProcess(spec: ProcessSpec): EngineProcess {
   };
 
   const launch = async (): Promise<void> => {
+    spec.prepare?.(port);
     // detached: its own session, so a Ctrl-C meant for the test runner does not reach it.
     const proc = spawn(spec.file, spec.args(port), {
       detached: true,

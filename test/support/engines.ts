@@ -1,12 +1,13 @@
-// What the real-engine tests share: where the binaries are, the line a test prints when they are
-// absent, and the cleanup that runs however a test file ends.
+// What the real-engine tests share (PostgreSQL, Redis, nginx, haproxy): where the binaries
+// are, the line a test prints when they are absent, and the cleanup that runs however a test
+// file ends.
 import { accessSync, constants, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
-export type Engine = 'postgres' | 'redis';
+export type Engine = 'postgres' | 'redis' | 'nginx' | 'haproxy';
 
 /** The Debian package that brings each engine's server binaries. */
-export const PACKAGES: Readonly<Record<Engine, string>> = { postgres: 'postgresql', redis: 'redis-server' };
+export const PACKAGES: Readonly<Record<Engine, string>> = { postgres: 'postgresql', redis: 'redis-server', nginx: 'nginx', haproxy: 'haproxy' };
 
 export interface EngineBinaries {
   readonly engine: Engine;
@@ -20,7 +21,7 @@ export interface EngineBinaries {
 export interface AvailabilityOptions {
   /**
    * Directories to search, PATH-style. Default: Debian's newest /usr/lib/postgresql/N/bin, then
-   * $PATH. Tests pass a directory without the binaries to see the skip path.
+   * $PATH, then /usr/sbin and /sbin (where Debian puts nginx and haproxy). Tests pass a directory without the binaries to see the skip path.
    */
   readonly searchPath?: string;
 }
@@ -29,6 +30,8 @@ const NEEDED: Readonly<Record<Engine, readonly string[]>> = {
   // psql creates the test database; pg_ctl is not needed, we signal the postmaster ourselves.
   postgres: ['initdb', 'postgres', 'psql'],
   redis: ['redis-server'],
+  nginx: ['nginx'],
+  haproxy: ['haproxy'],
 };
 
 function defaultDirs(): string[] {
@@ -40,7 +43,7 @@ function defaultDirs(): string[] {
   } catch {
     // No /usr/lib/postgresql: not Debian's packaging, $PATH alone decides.
   }
-  return [...dirs, ...(process.env.PATH ?? '').split(delimiter).filter(Boolean)];
+  return [...dirs, ...(process.env.PATH ?? '').split(delimiter).filter(Boolean), '/usr/sbin', '/sbin'];
 }
 
 function executable(path: string): boolean {
@@ -96,7 +99,7 @@ export function binaries(engine: Engine, opts: AvailabilityOptions = {}): Engine
 
 /** Which engines can be started here. */
 export function availability(opts: AvailabilityOptions = {}): Readonly<Record<Engine, EngineBinaries>> {
-  return { postgres: binaries('postgres', opts), redis: binaries('redis', opts) };
+  return { postgres: binaries('postgres', opts), redis: binaries('redis', opts), nginx: binaries('nginx', opts), haproxy: binaries('haproxy', opts) };
 }
 
 /**

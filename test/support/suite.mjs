@@ -41,6 +41,7 @@ const SERIAL = new Set(['bundle/fairness.test.js']);
  * own summary), so that the short ones fill in around them.
  */
 const FIRST = [
+  'bundle/rolling-restart.test.js',
   'bundle/install.test.js',
   'bundle/abuse.test.js',
   'bundle/cli.test.js',

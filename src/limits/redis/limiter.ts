@@ -7,9 +7,12 @@
 // The fallback: while Redis does not answer, the link is down and take() answers from an
 // in-process MemoryLimiter at once (limits are then per process). That limiter is kept, all
 // along, as a copy of what Redis last said of each id (both buckets, strikes, ban), so an
-// outage starts each id where Redis left it, and an id it never heard of starts with empty
-// buckets: a switch to the fallback never hands out a fresh budget, and bans hold. When Redis
-// answers again it is charged again, and its replies overwrite the copy.
+// outage starts each id where Redis left it, and bans hold. An id it never heard of from
+// Redis starts as a new id would, with full buckets (outage 'open', the default): refusing
+// everyone a process has not met would turn an outage plus a restart of the process into a
+// full outage. With outage 'strict' it starts with empty buckets instead, so a switch to the
+// fallback never hands out a fresh budget. When Redis answers again it is charged again, and
+// its replies overwrite the copy.
 //
 // The store generation (a token the read cache of the shared store goes by) travels with the
 // script's replies and is handled by the link; a request answered by the fallback makes it
@@ -29,6 +32,11 @@ export interface RedisLimiterOptions {
   /** The fallback's clock (the Redis state runs on the server's TIME). */
   readonly clock: Clock;
   readonly ban: BanPolicy;
+  /**
+   * While Redis does not answer, an id the fallback never heard of from Redis starts with full
+   * buckets ('open', the default) or empty ones ('strict').
+   */
+  readonly outage?: 'open' | 'strict';
   /** The fallback's size bound (Redis entries are bounded by their expiry). */
   readonly maxEntries?: number;
   /** close() closes the link too (a limiter opened alone by openRedisLimiter). */
@@ -111,7 +119,7 @@ export class RedisLimiter implements Limiter {
     this.#ownsLink = opts.ownsLink ?? false;
     this.#testTime = opts.testTime;
     this.#clockOffsetMs = opts.clockOffsetMs ?? (() => 0);
-    this.#fallback = new MemoryLimiter({ clock: opts.clock, ban: opts.ban, maxEntries: opts.maxEntries, startEmpty: true });
+    this.#fallback = new MemoryLimiter({ clock: opts.clock, ban: opts.ban, maxEntries: opts.maxEntries, startEmpty: opts.outage === 'strict' });
     this.configure(opts.ban, opts.maxEntries);
     this.#owner = {
       seal: (c) => this.#seal(c),

@@ -160,6 +160,8 @@ export interface RedisLimiterOpenOptions extends RedisLinkOpenOptions {
   readonly clock: Clock;
   readonly ban: BanPolicy;
   readonly maxEntries?: number;
+  /** See RedisLimiterOptions.outage. */
+  readonly outage?: 'open' | 'strict';
   /** FOR TESTS ONLY: see RedisLimiterOptions.testTime. */
   readonly testTime?: () => number;
   /** See RedisLimiterOptions.clockOffsetMs. */

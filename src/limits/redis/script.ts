@@ -7,8 +7,10 @@
 // same subtractions, so the same doubles (test/limits/redis/script.test.ts compares the two).
 //
 // Time is the Redis server's (TIME), so processes whose clocks disagree charge the same
-// buckets the same way. TIME is a wall clock: a step back on the Redis host refills nothing
-// (elapsed is clamped at 0) and lengthens running bans by the step.
+// buckets the same way. TIME is a wall clock, and the harness's offset added to it returns to 0
+// at a reset: when the time steps back, an id's state stamped after the script's now is moved
+// back with it, as if no time had passed since its last charge: nothing is refilled, and a
+// running ban keeps what it had left then (its length at most), not the length of the step.
 //
 // State per id: a hash {m, d: tokens in token-ms of window (buckets.ts), at: ms of the last
 // refill, k: strikes, b: ms at which the ban ends}. Numbers are written with %.17g, which
@@ -95,6 +97,13 @@ local s = redis.call('HMGET', KEYS[1], 'm', 'd', 'at', 'k', 'b')
 if s[1] then
   minute, day, at = tonumber(s[1]), tonumber(s[2]), tonumber(s[3])
   strikes, bannedUntil = tonumber(s[4]), tonumber(s[5])
+end
+
+-- The time stepped back (a reset of the harness's offset, TIME stepped on the Redis host):
+-- the state is moved back with it, so a ban stamped on the later time keeps what it had left.
+if at > now then
+  bannedUntil = bannedUntil - (at - now)
+  at = now
 end
 
 -- buckets.ts refill(): clamped even when no time passed (the limits may have shrunk)

@@ -5,9 +5,13 @@
 //    as the load lasts. Here statements wait in one FIFO (bounded: beyond it a statement is
 //    refused at once as busy) and at most `size` are handed to the driver, so each finds an
 //    idle connection; a statement's clock starts only when it is handed over.
-// 2. Timeouts that measure the engine. The server bounds each statement itself
-//    (statement_timeout, set per connection: it cancels the statement and says so, the
-//    connection stays healthy). Our own timer is only a backstop for an engine or network
+// 2. Timeouts that measure the engine. The server bounds each statement of a transaction
+//    itself (statement_timeout, set with the transaction's first statement, SET LOCAL: it
+//    cancels the statement and says so, the connection stays healthy); nothing is set for the
+//    session, so that a transaction pooler can hand each transaction any server connection. A
+//    single statement outside a transaction has no such first statement: past the statement
+//    timeout we ask the server to cancel it (a cancel request), with the same outcome. Our
+//    own timer is only a backstop for an engine or network
 //    that does not answer at all, and when it fires we first yield to the event loop (an
 //    answer may be waiting behind our own stall), then ask whether the engine is late: if
 //    any statement of this pool was answered lately, or a probe on a fresh connection is
@@ -22,7 +26,7 @@
 import type { Logger } from '../../core/index.js';
 import { describeError } from '../../core/index.js';
 import { IdsExhaustedError, StoreBusyError, StoreUnavailableError, StoreUnreachableError } from '../errors.js';
-import type { Sql, SqlPool, SqlRow } from './driver.js';
+import { refusal, type Sql, type SqlPool, type SqlRow } from './driver.js';
 
 /** Node's and postgres.js's codes for a connection that failed, was refused or was cut. */
 const CONNECTION_CODES: ReadonlySet<string> = new Set([
@@ -43,10 +47,25 @@ const CANCELLED_STATES: ReadonlySet<string> = new Set(['57014', '25P03']);
 const SEQUENCE_LIMIT = '2200H';
 /** Statements waiting for a connection, per connection of the pool, before more are refused as busy. */
 export const QUEUE_PER_CONNECTION = 1024;
+/**
+ * Whether a failure is an answer of a working engine (a statement's own error), as opposed to
+ * a connection lost, refused, or an engine shutting down: only those mark the pool as answering.
+ */
+function answers(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && !CONNECTION_CODES.has(code) && !UNAVAILABLE_STATE.test(code) && refusal(err) === undefined;
+}
+
+/**
+ * While the engine is away, how often petstore asks whether it answers again (a `SELECT 1`
+ * on the pool, which reconnects), requests or not: it is back for every request, and for the
+ * readiness check, within about this long of answering.
+ */
+export const RECOVERY_PROBE_MS = 200;
+
 /** A timer that fires this much later than asked was held up by our own event loop. */
 const LAG_TOLERANCE_MS = 50;
 
-const PREPARED = { prepare: true } as const;
 
 export interface PoolOptions {
   readonly make: () => SqlPool;
@@ -58,6 +77,13 @@ export interface PoolOptions {
   readonly queryTimeoutMs: number;
   /** The server's own bound on one statement; a statement waits at most this plus queryTimeoutMs. */
   readonly statementTimeoutMs: number;
+  /**
+   * Sent as the first statement of every transaction, without waiting for its answer (it
+   * travels with the next one): the transaction's timeouts, SET LOCAL.
+   */
+  readonly prelude?: string;
+  /** Whether statements are prepared (the driver's option, for the pool's own statements). */
+  readonly prepare?: boolean;
   readonly logger: Logger;
   /** The URL without its password, for log lines. */
   readonly shown: string;
@@ -85,18 +111,21 @@ export class Pool {
   #sql: SqlPool;
   /** When the current pool last answered anything (ok or error from the server). */
   #answeredAt: number;
-  #down = false;
+  #down: false | 'unreachable' | 'refused' = false;
   #closed = false;
   #inFlight = 0;
   readonly #queue: Waiting[] = [];
   #queueHead = 0;
   #probing: Promise<boolean> | undefined;
+  #recovering: NodeJS.Timeout | undefined;
   /** Statements cancelled by the server's timeout, and backstop firings excused by our own lag. */
-  readonly stats = { cancelled: 0, lagExcused: 0, probesAnswered: 0, replaced: 0 };
+  readonly stats = { cancelled: 0, cancelRequests: 0, lagExcused: 0, probesAnswered: 0, replaced: 0 };
+  readonly #prepared: { readonly prepare: boolean };
 
   constructor(opts: PoolOptions) {
     this.#opts = opts;
     this.#now = opts.now ?? (() => performance.now());
+    this.#prepared = { prepare: opts.prepare ?? false };
     this.#sql = opts.make();
     this.#answeredAt = this.#now();
   }
@@ -107,17 +136,22 @@ export class Pool {
   }
 
   /**
-   * One prepared statement. Its answer marks the pool as answering when it settles (in
+   * One statement. Its answer marks the pool as answering when it settles (in
    * #dispatch), so the driver is called as it is, not through the watching proxy a
    * transaction's statements go through: one proxy and two closures less per statement.
    */
   query(text: string, params: readonly unknown[]): Promise<SqlRow[]> {
-    return this.#enqueue((sql) => sql.unsafe(text, params, PREPARED), false);
+    return this.#enqueue((sql) => sql.unsafe(text, params, this.#prepared), false);
   }
 
   /** One transaction: COMMIT when `work` resolves, ROLLBACK when it throws. */
   transaction<T>(work: (tx: Sql, state: RunState) => Promise<T>): Promise<T> {
-    return this.run((sql, state) => (sql as SqlPool).begin((tx) => work(this.#watched(tx, this.#sql), state)));
+    const prelude = this.#opts.prelude;
+    return this.run((sql, state) => (sql as SqlPool).begin((tx) => {
+      // Its failure fails the transaction's next statement, and so the transaction.
+      if (prelude !== undefined) tx.unsafe(prelude, [], this.#prepared).catch(() => undefined);
+      return work(this.#watched(tx, this.#sql), state);
+    }));
   }
 
   /**
@@ -143,6 +177,7 @@ export class Pool {
   async close(timeoutS = 5): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearTimeout(this.#recovering);
     for (let w = this.#queue[this.#queueHead]; w !== undefined; w = this.#queue[++this.#queueHead]) {
       w.reject(new StoreUnavailableError('the store is closed'));
     }
@@ -168,9 +203,12 @@ export class Pool {
     const sql = this.#sql;
     const state: RunState = { abandoned: false };
     const started = this.#now();
-    const hardLimit = this.#opts.statementTimeoutMs + this.#opts.queryTimeoutMs;
+    const { statementTimeoutMs, queryTimeoutMs } = this.#opts;
+    const hardLimit = statementTimeoutMs + queryTimeoutMs;
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
+    // A single statement (the driver's query, which can be cancelled): cancelled at the statement timeout.
+    let cancel: (() => unknown) | undefined;
     const finish = (): boolean => {
       if (settled) return false;
       settled = true;
@@ -199,33 +237,44 @@ export class Pool {
       const now = this.#now();
       if (now - started < hardLimit && sql === this.#sql) {
         // Alive if this pool was answered lately, or a fresh connection is.
-        if (now - this.#answeredAt < this.#opts.queryTimeoutMs || (await this.#probe())) {
+        if (now - this.#answeredAt < queryTimeoutMs || (await this.#probe())) {
           if (settled) return;
-          arm(Math.min(this.#opts.queryTimeoutMs, Math.max(1, hardLimit - (this.#now() - started))));
+          const elapsed = this.#now() - started;
+          if (cancel !== undefined && elapsed >= statementTimeoutMs) {
+            // The server's answer to the cancel request (57014) settles it, as cancelled.
+            this.stats.cancelRequests++;
+            const c = cancel;
+            cancel = undefined;
+            Promise.resolve().then(c).catch(() => undefined);
+          }
+          const toCancel = cancel === undefined ? Infinity : statementTimeoutMs - elapsed;
+          arm(Math.max(1, Math.min(queryTimeoutMs, toCancel, hardLimit - elapsed)));
           return;
         }
       }
       if (settled) return;
       state.abandoned = true;
       finish();
-      if (sql === this.#sql && now - this.#answeredAt >= this.#opts.queryTimeoutMs) this.#replace(sql);
+      if (sql === this.#sql && now - this.#answeredAt >= queryTimeoutMs) this.#replace(sql);
       w.reject(this.#unreachable(`PostgreSQL did not answer within ${Math.round(now - started)} ms`));
     };
-    arm(this.#opts.queryTimeoutMs);
     let run: Promise<unknown>;
     try {
       run = w.work(w.watch ? this.#watched(sql, sql) : sql, state);
     } catch (err) {
       run = Promise.reject(err);
     }
+    if (!w.watch && typeof (run as { cancel?: unknown }).cancel === 'function') {
+      cancel = () => (run as unknown as { cancel(): unknown }).cancel();
+    }
+    arm(Math.min(queryTimeoutMs, cancel === undefined ? Infinity : statementTimeoutMs));
     run.then(
       (value) => {
         if (sql === this.#sql) this.#answered();
         if (finish()) w.resolve(value);
       },
       (err: unknown) => {
-        const fromServer = typeof (err as { code?: unknown } | null)?.code === 'string' && !CONNECTION_CODES.has((err as { code: string }).code);
-        if (fromServer && sql === this.#sql) this.#answered();
+        if (answers(err) && sql === this.#sql) this.#answered();
         if (finish()) w.reject(this.#classify(err, sql === this.#sql));
       },
     );
@@ -241,8 +290,7 @@ export class Pool {
         return (text: string, params?: readonly unknown[], options?: { prepare?: boolean }) => {
           const p = target.unsafe(text, params, options);
           p.then(mark, (err: unknown) => {
-            const code = (err as { code?: unknown } | null)?.code;
-            if (typeof code === 'string' && !CONNECTION_CODES.has(code)) mark();
+            if (answers(err)) mark();
           });
           return p;
         };
@@ -281,21 +329,69 @@ export class Pool {
       this.stats.cancelled++;
       return new StoreUnavailableError(`PostgreSQL cancelled a statement that ran past its statement_timeout (${this.#opts.statementTimeoutMs} ms); nothing it would have done was done`);
     }
+    const change = refusal(err);
+    if (change !== undefined) {
+      const message = `PostgreSQL refused the connection: ${describeError(err)}`;
+      return current ? this.#unreachable(message, change, err) : new StoreUnreachableError(`${message}; ${change}`, { cause: err });
+    }
     if (CONNECTION_CODES.has(code) || UNAVAILABLE_STATE.test(code)) {
       const message = `PostgreSQL unreachable: ${describeError(err)}`;
-      return current ? this.#unreachable(message) : new StoreUnreachableError(message);
+      return current ? this.#unreachable(message, undefined, err) : new StoreUnreachableError(message, { cause: err });
     }
     if (code === SEQUENCE_LIMIT) return new IdsExhaustedError('id space exhausted');
     return err;
   }
 
-  /** The error to answer with; the first of an outage is logged, the rest are not. */
-  #unreachable(message: string): StoreUnreachableError {
-    if (!this.#down && !this.#closed) {
-      this.#down = true;
-      this.#opts.logger.log('error', 'PostgreSQL unreachable; requests get 503 until it answers again', { store: this.#opts.shown, err: message });
+  /**
+   * The error to answer with; the first of an outage is logged, the rest are not. `change`:
+   * the server refused the connection (an answer, not an outage), and what to change.
+   */
+  #unreachable(message: string, change?: string, cause?: unknown): StoreUnreachableError {
+    const kind = change === undefined ? 'unreachable' : 'refused';
+    if (this.#down !== kind && !this.#closed) {
+      this.#down = kind;
+      if (change === undefined) {
+        this.#opts.logger.log('error', 'PostgreSQL unreachable; requests get 503 until it answers again', { store: this.#opts.shown, err: message });
+      } else {
+        this.#opts.logger.log('error', "PostgreSQL refuses petstore's connections; requests get 503 until it accepts them", { store: this.#opts.shown, err: message, change });
+      }
+      this.#recover();
     }
-    return new StoreUnreachableError(message);
+    return new StoreUnreachableError(change === undefined ? message : `${message}; ${change}`, cause === undefined ? undefined : { cause });
+  }
+
+  /** Whether the store is answered now: false from the first unreachable (or refused) answer to the next answer. */
+  get reachable(): boolean {
+    return this.#down === false;
+  }
+
+  /**
+   * Asks the pool `SELECT 1` every RECOVERY_PROBE_MS while the engine is away, one at a time,
+   * each bounded by the query timeout; the first answer ends the outage (#answered).
+   */
+  #recover(): void {
+    if (this.#recovering !== undefined || this.#closed) return;
+    const tick = (): void => {
+      if (this.#down === false || this.#closed) {
+        this.#recovering = undefined;
+        return;
+      }
+      const sql = this.#sql;
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((r) => { timer = setTimeout(r, this.#opts.queryTimeoutMs); });
+      const asked = sql.unsafe('SELECT 1', [], this.#prepared).then(
+        () => { if (sql === this.#sql) this.#answered(); },
+        (err: unknown) => { if (answers(err) && sql === this.#sql) this.#answered(); },
+      );
+      void Promise.race([asked, bound]).then(() => {
+        clearTimeout(timer);
+        if (this.#closed) return;
+        this.#recovering = setTimeout(tick, RECOVERY_PROBE_MS);
+        this.#recovering.unref();
+      });
+    };
+    this.#recovering = setTimeout(tick, RECOVERY_PROBE_MS);
+    this.#recovering.unref();
   }
 
   #up(): void {

@@ -135,6 +135,11 @@ export class PostgresStore implements PetStore {
     });
   }
 
+  /** See PetStore.reachable. */
+  get reachable(): boolean {
+    return this.#pool.reachable;
+  }
+
   close(): Promise<void> {
     return this.#pool.close();
   }

@@ -23,14 +23,15 @@
 //   (each fill checks the epoch it started in), so an answer read before a reset cannot be
 //   kept for requests after it.
 //
-// Memory is bounded: at most maxPets pets by id and maxPagePets pet references in pages
-// (at most 101 each), oldest entries dropped first. A kept answer is handed out as a copy: the
-// caller may shorten it.
+// Memory is bounded in bytes, counted as V8 stores the pets (kept-reads.ts): pets by id and
+// full pages together within maxBytes, a pet held once however many pages it is on, oldest
+// holders dropped first. A kept answer is handed out as a copy: the caller may shorten it.
 import type { NewPet } from '../../core/index.js';
 import type { StoreGeneration } from '../../core/index.js';
 import type { CreateOutcome, IdempotencyKey, ListQuery, PetStore, SeedPet, StoredPet } from '../contract.js';
 import { StoreInputError, StoreUnreachableError } from '../errors.js';
 import type { CreateWatch } from './create-batch.js';
+import { KeptReads } from './kept-reads.js';
 
 /** What the wrapper needs of the PostgreSQL store (reads answered with promises). */
 export interface PagedPetStore extends PetStore {
@@ -40,14 +41,11 @@ export interface PagedPetStore extends PetStore {
 }
 
 export interface ReadCacheOptions {
-  /** Pets kept by id (default 50,000: about 15 MB). */
-  readonly maxPets?: number;
-  /** Pet references kept in full pages, over all pages (default 100,000). */
-  readonly maxPagePets?: number;
+  /** Bytes held for pets and full pages together, counted as V8 stores them (default 32 MiB). */
+  readonly maxBytes?: number;
 }
 
-export const DEFAULT_MAX_PETS = 50_000;
-export const DEFAULT_MAX_PAGE_PETS = 100_000;
+export const DEFAULT_MAX_BYTES = 32 * 1024 * 1024;
 
 /** Counts, for tests and the capacity bench. */
 export interface ReadCacheStats {
@@ -59,12 +57,7 @@ export interface ReadCacheStats {
 export class ReadCachedStore implements PetStore {
   readonly #inner: PagedPetStore;
   readonly #generation: StoreGeneration;
-  readonly #maxPets: number;
-  readonly #maxPagePets: number;
-  /** Insertion order is eviction order (Map keeps it). */
-  readonly #pets = new Map<number, StoredPet>();
-  readonly #pages = new Map<string, StoredPet[]>();
-  #pagePets = 0;
+  readonly #kept: KeptReads;
   /** Moves on whenever the generation changes; a fill started in an older epoch is dropped. */
   #epoch = 0;
   /** Counts down from -1: each read of `generation` or `count` that must never match again. */
@@ -74,8 +67,7 @@ export class ReadCachedStore implements PetStore {
   constructor(inner: PagedPetStore, generation: StoreGeneration, opts: ReadCacheOptions = {}) {
     this.#inner = inner;
     this.#generation = generation;
-    this.#maxPets = opts.maxPets ?? DEFAULT_MAX_PETS;
-    this.#maxPagePets = opts.maxPagePets ?? DEFAULT_MAX_PAGE_PETS;
+    this.#kept = new KeptReads(opts.maxBytes ?? DEFAULT_MAX_BYTES);
     generation.onChange(() => this.#clear());
     inner.watchCreates({ epoch: () => this.#epoch, made: (stored, epoch) => this.#keepPet(stored, epoch) });
   }
@@ -98,14 +90,19 @@ export class ReadCachedStore implements PetStore {
     return --this.#never;
   }
 
-  /** Pets and page references held now. */
+  /** Pets (each once), pages and page references held now. */
   get size(): { pets: number; pages: number; pagePets: number } {
-    return { pets: this.#pets.size, pages: this.#pages.size, pagePets: this.#pagePets };
+    return this.#kept.size;
+  }
+
+  /** Bytes held now, as counted against the bound. */
+  get bytes(): number {
+    return this.#kept.bytes;
   }
 
   get(id: number): StoredPet | undefined | Promise<StoredPet | undefined> {
     if (this.#generation.token === undefined) return this.#inner.get(id);
-    const hit = this.#pets.get(id);
+    const hit = this.#kept.pet(id);
     if (hit !== undefined) {
       this.stats.petHits++;
       return hit;
@@ -126,7 +123,7 @@ export class ReadCachedStore implements PetStore {
   list(q: ListQuery): StoredPet[] | Promise<StoredPet[]> {
     if (this.#generation.token === undefined) return this.#inner.list(q);
     const key = pageKey(q);
-    const hit = this.#pages.get(key);
+    const hit = this.#kept.page(key);
     if (hit !== undefined) {
       this.stats.pageHits++;
       return hit.slice();
@@ -135,7 +132,7 @@ export class ReadCachedStore implements PetStore {
     const epoch = this.#epoch;
     return this.#inner.list(q).then((rows) => {
       // All `limit` came back: ids being visible in order, the answer is final.
-      if (rows.length === q.limit) this.#keepPage(key, rows.slice(), epoch);
+      if (rows.length === q.limit && this.#current(epoch)) this.#kept.keepPage(key, rows);
       return rows;
     });
   }
@@ -190,6 +187,10 @@ export class ReadCachedStore implements PetStore {
     }
   }
 
+  get reachable(): boolean {
+    return this.#inner.reachable !== false;
+  }
+
   close(): Promise<void> {
     this.#clear();
     return this.#inner.close();
@@ -197,33 +198,16 @@ export class ReadCachedStore implements PetStore {
 
   #clear(): void {
     this.#epoch++;
-    this.#pets.clear();
-    this.#pages.clear();
-    this.#pagePets = 0;
+    this.#kept.clear();
+  }
+
+  /** True while the epoch a read began in holds and the generation is known: it may be kept. */
+  #current(epoch: number): boolean {
+    return epoch === this.#epoch && this.#generation.token !== undefined;
   }
 
   #keepPet(stored: StoredPet, epoch: number): void {
-    if (epoch !== this.#epoch || this.#generation.token === undefined || this.#maxPets === 0) return;
-    if (this.#pets.has(stored.pet.id)) return;
-    if (this.#pets.size >= this.#maxPets) {
-      const oldest = this.#pets.keys().next();
-      if (!oldest.done) this.#pets.delete(oldest.value);
-    }
-    this.#pets.set(stored.pet.id, stored);
-  }
-
-  #keepPage(key: string, page: StoredPet[], epoch: number): void {
-    if (epoch !== this.#epoch || this.#generation.token === undefined) return;
-    for (const stored of page) this.#keepPet(stored, epoch);
-    if (page.length > this.#maxPagePets || this.#pages.has(key)) return;
-    while (this.#pagePets + page.length > this.#maxPagePets) {
-      const oldest = this.#pages.entries().next();
-      if (oldest.done) break;
-      this.#pages.delete(oldest.value[0]);
-      this.#pagePets -= oldest.value[1].length;
-    }
-    this.#pages.set(key, page);
-    this.#pagePets += page.length;
+    if (this.#current(epoch)) this.#kept.keepPet(stored);
   }
 }
 

@@ -67,11 +67,11 @@ describe('Redis limiter under load', { skip }, () => {
     assert.deepEqual(log.lines.filter((l) => l.level === 'error'), []);
   });
 
-  it('Redis killed: the fallback starts from what Redis said (spent, banned, a few left), unknown ids start empty; back: Redis again', async (t) => {
+  it('Redis killed: the fallback starts from what Redis said (spent, banned, a few left), unknown ids start empty (strict); back: Redis again', async (t) => {
     const own = await startRedis({ t });
     const log = recorder();
     const clock = new ManualClock();
-    const limiter = await openRedisLimiter(own.url, { prefix: 'kill:', clock, ban: BAN, logger: log, probeEveryMs: 50 });
+    const limiter = await openRedisLimiter(own.url, { prefix: 'kill:', clock, ban: BAN, logger: log, probeEveryMs: 50, outage: 'strict' });
     t.after(() => limiter.close());
     await spendAndBan(limiter, 'banned');
     for (let i = 0; i < 55; i++) await limiter.take('five-left', FREE);
@@ -190,11 +190,11 @@ describe('Redis limiter: a charge queued when the link goes down', { skip }, () 
   it('is answered by the fallback, and the id is charged in Redis again once it is back', async (t) => {
     const redis = await startRedis({ t });
     const link = await openRedisLink(redis.url, { logger: recorder(), probeEveryMs: 50 });
-    const limiter = new RedisLimiter(link, { prefix: 'q:', clock: new ManualClock(), ban: BAN, ownsLink: true });
+    const limiter = new RedisLimiter(link, { prefix: 'q:', clock: new ManualClock(), ban: BAN, ownsLink: true, outage: 'strict' });
     t.after(() => limiter.close());
     const queued = limiter.take('a', FREE);
     link.failed(new Error('gone for a moment'));
-    assert.equal((await queued).outcome, 'rate_limited', 'the fallback, empty for an id it never heard of');
+    assert.equal((await queued).outcome, 'rate_limited', 'the fallback, empty (strict) for an id it never heard of');
     await until('the probe brings the link back', () => limiter.shared);
     const again = await Promise.race([limiter.take('a', FREE), sleep(5000).then(() => undefined)]);
     assert.equal(again?.remaining, '59', 'answered by Redis, not left waiting on the failed charge');

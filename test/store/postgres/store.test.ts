@@ -30,7 +30,10 @@ test('the schema: created once when two stores open at once, with one version ro
   assert.equal(await pg.psql("SELECT count(*) FROM pg_indexes WHERE tablename = 'petstore_pets'"), '2\n', 'primary key and (status, id)');
   const opened = logger.lines.filter((l) => l.msg === 'store opened');
   assert.equal(opened.length, 2);
-  assert.deepEqual(opened[0]?.fields, { store: `${pg.url}`, schemaVersion: 2, pool: 4, queryTimeoutMs: 5000, statementTimeoutMs: 30000, createBatchesInFlight: 2 });
+  assert.deepEqual(opened[0]?.fields, {
+    store: `${pg.url}`, schemaVersion: 2, pool: 4, queryTimeoutMs: 5000,
+    statementTimeoutMs: 30000, idleInTransactionTimeoutMs: 30000, serverStatementTimeoutMs: 0, prepare: false, sslmode: 'disable', createBatchesInFlight: 2,
+  });
   // A third start finds it and changes nothing.
   const c = await openPostgresStore(pg.url, { logger: silentLogger });
   await c.create(pet);
