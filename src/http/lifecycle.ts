@@ -52,7 +52,7 @@ import {
   ADMIN_NOT_FOUND, ADMIN_PREFIX, NOT_FOUND, methodNotAllowed, tableRoutes, type CompiledRoute, type RouteTable, type TableRoute,
 } from './route-table.js';
 import { handlerOf } from './handlers.js';
-import { DONE, baseOf, type Phase, type Step } from './phase.js';
+import { DONE, baseOf, nextGeneration, type Phase, type Step } from './phase.js';
 import { Router } from './router.js';
 import { afterList } from './outbound.js';
 import { breakConnection, sendReply } from './send.js';
@@ -172,15 +172,6 @@ export function createApp(deps: AppDeps): OrderedListener {
     fail(app, new Exchange(req, res, clock.monotonic(), requestId(req, ids), deps.config(), (app.table as Table).notFound.after), error);
   });
   return Object.assign(front, { oneAtATime });
-}
-
-/**
- * Generations of route tables, over every app of the process: the per-connection caches are
- * checked against them, and a connection may be served by the root and by namespaces' apps.
- */
-let generations = 0;
-function nextGeneration(): number {
-  return ++generations;
 }
 
 /** Frame checks, then the matched route's phases. */

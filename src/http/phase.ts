@@ -17,3 +17,12 @@ export function baseOf(app: Instance, x: Exchange): string {
   const prefix = app.deps.pathPrefix;
   return (x.base ??= prefix === undefined ? base(app, x.req, x.config) : prefixedBase(base(app, x.req, x.config), prefix));
 }
+
+/**
+ * Generations of route tables, over every app of the process: the per-connection caches are
+ * checked against them, and a connection may be served by the root and by namespaces' apps.
+ */
+let generations = 0;
+export function nextGeneration(): number {
+  return ++generations;
+}
