@@ -4,6 +4,7 @@
 import type { Socket } from 'node:net';
 import { keyDigest, type KeyEntry } from '../config/index.js';
 import { ApiError } from '../core/index.js';
+import { connectionOf } from './connection/index.js';
 
 export type AuthResult =
   | { readonly kind: 'key'; readonly entry: KeyEntry }
@@ -54,9 +55,6 @@ interface Remembered {
   result: AuthResult;
 }
 
-const REMEMBERED = Symbol('petstore.auth');
-
-type RememberingSocket = Socket & { [REMEMBERED]?: Remembered };
 
 /**
  * authenticate(), remembered per connection. A hit needs the very same header value on the
@@ -68,14 +66,14 @@ type RememberingSocket = Socket & { [REMEMBERED]?: Remembered };
 export function authenticateOn(
   socket: Socket, header: string | undefined, generation: number, keys: ReadonlyMap<string, KeyEntry>,
 ): Remembered {
-  const s = socket as RememberingSocket;
-  const last = s[REMEMBERED];
+  const conn = connectionOf(socket);
+  const last = conn.auth as Remembered | undefined;
   if (last !== undefined && last.header === header && last.generation === generation) return last;
   const digest = bearerDigest(header);
   const result = typeof digest === 'string' ? lookUp(digest, keys) : digest;
   if (last === undefined) {
     const fresh: Remembered = { generation, header, digest, result };
-    s[REMEMBERED] = fresh;
+    conn.auth = fresh;
     return fresh;
   }
   last.generation = generation;

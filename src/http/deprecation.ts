@@ -22,9 +22,9 @@ export function deprecationHeaders(app: Instance, route: TableRoute, baseUrl: st
     if (app.deprecations.size >= 64) app.deprecations.clear(); // bounded like the base URLs it derives from
     // (Not frozen: V8 copies a frozen array's elements on a slower path. Typed readonly.)
     headers = [
-      'deprecation', DEPRECATION, // RFC 9745
-      'sunset', sunset, // RFC 8594
-      'link', `<${key}>; rel="successor-version"`, // RFC 8288
+      'Deprecation', DEPRECATION, // RFC 9745
+      'Sunset', sunset, // RFC 8594
+      'Link', `<${key}>; rel="successor-version"`, // RFC 8288
     ];
     app.deprecations.set(key, headers);
   }

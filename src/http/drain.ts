@@ -3,7 +3,7 @@
 // sees its answer instead of a connection reset.
 import type { Socket } from 'node:net';
 import type { Exchange } from './exchange.js';
-import { holdReading, onCloseAfterAnswer } from './node-internals.js';
+import { holdReading, onCloseAfterAnswer } from './connection/index.js';
 
 // After a 413 the rest of the upload is read and thrown away up to this many bytes, so the
 // client sees the status instead of a connection reset; past it the connection is dropped.

@@ -16,7 +16,17 @@ import type { RouteTable, TableRoute } from './route-table.js';
 export type { AppDeps } from './deps.js';
 
 
-export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+export type { RequestListener } from './connection/index.js';
+
+/** One step after the handler, once the answer is written: given its status and the request's duration. */
+export type AfterPhase = (app: Instance, x: Exchange, status: number, elapsed: number) => void;
+
+/** What a route runs after its handler (outbound.ts), built with its phases. */
+export interface AfterList {
+  readonly steps: readonly AfterPhase[];
+  /** Whether a step needs the duration of a request that is not quiet (metrics, the access log). */
+  readonly timed: boolean;
+}
 
 /** What one app instance keeps between requests (nothing is module-level). */
 export interface Instance {
@@ -80,6 +90,8 @@ export class Exchange {
   answer: { readonly headers: readonly string[]; readonly body: string | Buffer | undefined; readonly type: string } | undefined = undefined;
   /** A connection fault caught this request: its answer ends the connection this way instead. */
   end: ConnectionFault | undefined = undefined;
+  /** What runs once the answer is written: the matched route's list (else the 404's). */
+  after: AfterList;
 
   constructor(
     readonly req: IncomingMessage,
@@ -89,5 +101,8 @@ export class Exchange {
     readonly reqId: string,
     /** The config snapshot of this request, taken once. */
     readonly config: Config,
-  ) {}
+    after: AfterList,
+  ) {
+    this.after = after;
+  }
 }

@@ -32,9 +32,8 @@
 //                                                             404/405 of a path in no route
 //
 // Requests node:http cannot parse, and CONNECT, are answered in client-errors.ts (400/408/431/405).
-import type { AdminContext, AdminRoute } from '../admin/index.js';
 import { ADMIN_MAX_BODY_BYTES, Faults } from '../admin/index.js';
-import type { HandlerContext, Query, Reply, RouteSpec } from '../api/index.js';
+import type { Reply } from '../api/index.js';
 import { PageCache, PetCache, idempotencyKeyOf } from '../api/index.js';
 import type { Config } from '../config/index.js';
 import { ApiError, clip } from '../core/index.js';
@@ -45,26 +44,21 @@ import { PendingBodies } from './body.js';
 import { applyLimit, chargeAddress } from './charge.js';
 import { addPreflightHeaders, allowCors } from './cors.js';
 import { deprecationHeaders } from './deprecation.js';
-import { Exchange, type AppDeps, type Instance, type RequestListener } from './exchange.js';
+import type { OrderedListener } from './connection/index.js';
+import { Exchange, type AfterList, type AppDeps, type Instance, type RequestListener } from './exchange.js';
 import { fail } from './failure.js';
 import { faults, prefer } from './injected-faults.js';
-import { prefixedBase, withNamespaces } from './namespaces.js';
-import { parseQuery } from './query.js';
-import { SLASH, base, checkRequestFields, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
+import { withNamespaces } from './namespaces.js';
+import { SLASH, checkRequestFields, originForm, requestId, requestIds, unsupportedVersion } from './request.js';
 import {
   ADMIN_NOT_FOUND, ADMIN_PREFIX, NOT_FOUND, methodNotAllowed, tableRoutes, type CompiledRoute, type RouteTable, type TableRoute,
 } from './route-table.js';
+import { handlerOf } from './handlers.js';
+import { DONE, baseOf, nextGeneration, type Phase, type Step } from './phase.js';
 import { Router } from './router.js';
+import { afterList } from './outbound.js';
 import { sendReply } from './send.js';
 
-/**
- * One step of a request. It returns undefined to go on, DONE once it has answered, or a
- * promise to go on (or stop) once it settles; it throws (or rejects with) what is to be
- * answered as an Error body.
- */
-export type Phase = (app: Instance, x: Exchange) => Step;
-type Step = undefined | typeof DONE | Promise<unknown>;
-const DONE = 1;
 
 /** A phase of the table below: its name, whether a route has it under a config, and what it does. */
 interface PhaseEntry {
@@ -72,13 +66,16 @@ interface PhaseEntry {
   readonly pick: (route: TableRoute, config: Config) => Phase | undefined;
 }
 
+type Compiled = CompiledRoute<Phase, AfterList>;
+type Table = RouteTable<Phase, AfterList>;
+
 const when = (test: boolean, phase: Phase): Phase | undefined => (test ? phase : undefined);
 
 /** The lifecycle: every phase a route may have, in the order they run. */
 export const PHASES: readonly PhaseEntry[] = [
   { name: 'journal', pick: (r, c) => when(r.group === 'api' && c.admin !== undefined && c.admin.journal > 0, journal) },
-  { name: 'deprecation', pick: (r) => when(r.deprecated !== undefined, deprecation) },
-  { name: 'cors', pick: (r, c) => when(r.group === 'api' && c.cors.origins.length > 0, r.preflight ? corsOrPreflight : cors) },
+  { name: 'deprecation', pick: (r) => when(r.deprecated !== undefined, deprecationOf(r)) },
+  { name: 'cors', pick: (r, c) => when(r.group === 'api' && c.cors.origins.length > 0, r.preflight ? corsOrPreflightOf(r) : cors) },
   { name: 'authenticate', pick: (r, c) => (r.auth === 'key' ? authenticateKey : r.auth === 'optional' ? authenticateOptional : r.auth === 'admin' && c.admin !== undefined ? authenticateAdmin : undefined) },
   { name: 'charge', pick: (r) => (r.auth === 'open' ? undefined : r.auth === 'admin' ? chargeRefused : charge) },
   { name: 'deny', pick: (r) => when(r.auth === 'key' || r.auth === 'admin', deny) },
@@ -87,16 +84,16 @@ export const PHASES: readonly PhaseEntry[] = [
   { name: 'faults', pick: (r, c) => when(c.admin !== undefined && r.group === 'api' && r.action.kind === 'api', faults) },
   { name: 'idempotency', pick: (r) => when(r.idempotencyKey, idempotency) },
   { name: 'body', pick: (r) => when(r.body !== undefined, r.body === 'admin' ? adminBody : apiBody) },
-  { name: 'handler', pick: (r) => HANDLERS[r.action.kind] },
+  { name: 'handler', pick: (r) => handlerOf(r) },
 ];
 
-function compile(route: TableRoute, config: Config): CompiledRoute<Phase> {
+function compile(app: Instance, route: TableRoute, config: Config): Compiled {
   const phases: Phase[] = [];
   for (const entry of PHASES) {
     const phase = entry.pick(route, config);
     if (phase !== undefined) phases.push(phase);
   }
-  return { route, phases };
+  return { route, phases, after: afterList(route, config, app) };
 }
 
 /**
@@ -116,30 +113,30 @@ export function phaseTable(deps: AppDeps, config: Config): Array<{ method: strin
 }
 
 /** The table and every route's phases for `config`. */
-function buildTable(app: Instance, config: Config, generation: number): RouteTable<Phase> {
+function buildTable(app: Instance, config: Config, generation: number): Table {
   // (Each route's phases depend on the route and the config only.)
-  const router = new Router<CompiledRoute<Phase>>();
+  const router = new Router<Compiled>();
   const groups = new Map<string, TableRoute['group']>();
   for (const { method, path, route } of tableRoutes(app.deps, config)) {
-    router.add(method, path, compile(route, config));
+    router.add(method, path, compile(app, route, config));
     groups.set(path, route.group);
   }
   for (const { template, allow } of router.paths()) {
-    router.otherwise(template, compile(methodNotAllowed(groups.get(template) ?? 'api', template, allow), config));
+    router.otherwise(template, compile(app, methodNotAllowed(groups.get(template) ?? 'api', template, allow), config));
   }
   return {
     config,
     generation,
     router,
-    notFound: compile(NOT_FOUND, config),
-    adminNotFound: config.admin === undefined || app.deps.admin === undefined ? undefined : compile(ADMIN_NOT_FOUND, config),
+    notFound: compile(app, NOT_FOUND, config),
+    adminNotFound: config.admin === undefined || app.deps.admin === undefined ? undefined : compile(app, ADMIN_NOT_FOUND, config),
   };
 }
 
-export function createApp(deps: AppDeps): RequestListener {
+export function createApp(deps: AppDeps): OrderedListener {
   const app: Instance = {
     deps,
-    table: undefined as unknown as RouteTable<Phase>,
+    table: undefined as unknown as Table,
     // Pages and pets are cached only for a store that offers a version to check them against.
     pages: hasPageVersion(deps.store) ? { cache: new PageCache(), version: deps.store } : undefined,
     pets: hasPageVersion(deps.store) ? new PetCache() : undefined,
@@ -162,30 +159,27 @@ export function createApp(deps: AppDeps): RequestListener {
     // The config snapshot of this request, taken once; a new one (a reload) rebuilds the
     // routes' phases and moves the generation the per-connection caches are checked against.
     const config = deps.config();
-    let table = app.table as RouteTable<Phase>;
+    let table = app.table as Table;
     if (table.config !== config) table = app.table = buildTable(app, config, nextGeneration());
-    const x = new Exchange(req, res, clock.monotonic(), requestId(req, ids), config);
+    const x = new Exchange(req, res, clock.monotonic(), requestId(req, ids), config, table.notFound.after);
     dispatch(app, x, table)?.catch((err: unknown) => fail(app, x, err));
   };
+  // While a fault is armed, an answer may end its connection (truncated, reset, empty): the
+  // requests pipelined behind each request wait for its answer, and are not handled at all
+  // when it ended the connection (a create would be stored without its 201).
+  const faults = app.faults;
+  const oneAtATime = (): boolean => faults.armed > 0;
   // Namespaces: a listener in front, only while there may be some (namespaces.ts).
-  if (deps.namespaces === undefined) return listener;
-  return withNamespaces(listener, deps, deps.namespaces, createApp, (req, res, error) => {
-    fail(app, new Exchange(req, res, clock.monotonic(), requestId(req, ids), deps.config()), error);
+  if (deps.namespaces === undefined) return Object.assign(listener, { oneAtATime });
+  const front = withNamespaces(listener, deps, deps.namespaces, createApp, (req, res, error) => {
+    fail(app, new Exchange(req, res, clock.monotonic(), requestId(req, ids), deps.config(), (app.table as Table).notFound.after), error);
   });
-}
-
-/**
- * Generations of route tables, over every app of the process: the per-connection caches are
- * checked against them, and a connection may be served by the root and by namespaces' apps.
- */
-let generations = 0;
-function nextGeneration(): number {
-  return ++generations;
+  return Object.assign(front, { oneAtATime });
 }
 
 /** Frame checks, then the matched route's phases. */
-function dispatch(app: Instance, x: Exchange, table: RouteTable<Phase>): Promise<void> | undefined {
-  let compiled: CompiledRoute<Phase>;
+function dispatch(app: Instance, x: Exchange, table: Table): Promise<void> | undefined {
+  let compiled: Compiled;
   try {
     const req = x.req;
     let url = req.url ?? '/';
@@ -210,6 +204,7 @@ function dispatch(app: Instance, x: Exchange, table: RouteTable<Phase>): Promise
       compiled = table.adminNotFound !== undefined && path.startsWith(ADMIN_PREFIX) ? table.adminNotFound : table.notFound;
     }
     x.route = compiled.route;
+    x.after = compiled.after;
     x.operation = compiled.route.operationId;
   } catch (err) {
     fail(app, x, err);
@@ -240,11 +235,6 @@ function run(app: Instance, x: Exchange, phases: readonly Phase[], from: number)
   return undefined;
 }
 
-/** The public base URL of this request's links, computed at most once per request. */
-export function baseOf(app: Instance, x: Exchange): string {
-  const prefix = app.deps.pathPrefix;
-  return (x.base ??= prefix === undefined ? base(app, x.req, x.config) : prefixedBase(base(app, x.req, x.config), prefix));
-}
 
 // ---- The phases ----
 
@@ -255,9 +245,11 @@ function journal(app: Instance, x: Exchange): Step {
 }
 
 /** Every answer of a deprecated operation carries its headers, errors included. */
-function deprecation(app: Instance, x: Exchange): Step {
-  x.deprecated = deprecationHeaders(app, x.route as TableRoute, baseOf(app, x));
-  return undefined;
+function deprecationOf(route: TableRoute): Phase {
+  return (app, x) => {
+    x.deprecated = deprecationHeaders(app, route, baseOf(app, x));
+    return undefined;
+  };
 }
 
 function cors(_app: Instance, x: Exchange): Step {
@@ -266,17 +258,19 @@ function cors(_app: Instance, x: Exchange): Step {
 }
 
 /** A CORS preflight (Fetch standard) carries no credentials: answered before authentication. */
-function corsOrPreflight(app: Instance, x: Exchange): Step {
-  if (!allowCors(x, x.config) || x.req.method !== 'OPTIONS' || x.req.headers['access-control-request-method'] === undefined) return undefined;
-  const allow = (x.route as TableRoute).action as { readonly allow?: string };
-  const answer = (limit: LimitResult): typeof DONE => {
-    applyLimit(app, x, limit);
-    addPreflightHeaders(x, allow.allow ?? '');
-    sendReply(app, x, PREFLIGHT);
-    return DONE;
+function corsOrPreflightOf(route: TableRoute): Phase {
+  const allow = route.action.kind === 'refuse' ? route.action.allow ?? '' : '';
+  return (app, x) => {
+    if (!allowCors(x, x.config) || x.req.method !== 'OPTIONS' || x.req.headers['access-control-request-method'] === undefined) return undefined;
+    const answer = (limit: LimitResult): typeof DONE => {
+      applyLimit(app, x, limit);
+      addPreflightHeaders(x, allow);
+      sendReply(app, x, PREFLIGHT);
+      return DONE;
+    };
+    const limit = chargeAddress(app.deps, x, x.config);
+    return limit instanceof Promise ? limit.then(answer) : answer(limit);
   };
-  const limit = chargeAddress(app.deps, x, x.config);
-  return limit instanceof Promise ? limit.then(answer) : answer(limit);
 }
 const PREFLIGHT: Reply = { status: 204, body: undefined };
 
@@ -368,91 +362,4 @@ function adminBody(app: Instance, x: Exchange): Step {
   return app.bodies.readJson(x.req, x.res, max, c.maxPendingBodyBytes).then((body) => {
     x.body = body;
   });
-}
-
-// ---- The handlers: what each kind of route does last ----
-
-const HANDLERS: Readonly<Record<TableRoute['action']['kind'], Phase>> = {
-  api(app, x) {
-    const spec = (x.route?.action as { readonly spec: RouteSpec }).spec;
-    return answer(app, x, spec.handler(new Input(app, x)));
-  },
-  admin(app, x) {
-    const spec = (x.route?.action as { readonly spec: AdminRoute }).spec;
-    const control = app.deps.admin as NonNullable<AppDeps['admin']>;
-    const ctx: AdminContext = { body: x.body, rawQuery: x.rawQuery, params: x.params, now: x.started, control, operations: app.operations };
-    return answer(app, x, spec.handler(ctx));
-  },
-  fixed(app, x) {
-    x.quiet = (x.route as TableRoute).quiet;
-    return answer(app, x, ((x.route as TableRoute).action as { reply: (m: string) => Reply | Promise<Reply> }).reply(x.req.method ?? 'GET'));
-  },
-  refuse(_app, x) {
-    const action = (x.route as TableRoute).action as { readonly error: (m: string, p: string) => ApiError; readonly allow?: string };
-    if (action.allow !== undefined) x.headers.allow = action.allow;
-    throw action.error(x.req.method ?? 'GET', x.path);
-  },
-};
-
-/** Sends a handler's answer, at once or when its promise settles. */
-function answer(app: Instance, x: Exchange, reply: Reply | ApiError | Promise<Reply | ApiError>): Step {
-  if (reply instanceof Promise) {
-    return reply.then((r) => {
-      if (r instanceof ApiError) fail(app, x, r);
-      else sendReply(app, x, r);
-      return DONE;
-    });
-  }
-  if (reply instanceof ApiError) fail(app, x, reply);
-  else sendReply(app, x, reply);
-  return DONE;
-}
-
-const NO_QUERY: Query = new Map();
-
-/** What an API handler is given: plain data, read from the exchange; query and base on first use. */
-class Input implements HandlerContext {
-  readonly params: Readonly<Record<string, string>>;
-  readonly rawQuery: string;
-  readonly body: unknown;
-  readonly idempotencyKey: string | undefined;
-  readonly scope: string | undefined;
-  readonly keyName: string | undefined;
-  readonly now: number;
-  readonly config: Config;
-  readonly store: HandlerContext['store'];
-  readonly pages: HandlerContext['pages'];
-  readonly pets: HandlerContext['pets'];
-  #query: Query | undefined;
-  readonly #app: Instance;
-  readonly #x: Exchange;
-
-  constructor(app: Instance, x: Exchange) {
-    this.#app = app;
-    this.#x = x;
-    this.params = x.params;
-    this.rawQuery = x.rawQuery;
-    this.body = x.body;
-    this.idempotencyKey = x.idempotencyKey;
-    const auth = x.auth;
-    this.scope = auth?.kind === 'key' ? auth.entry.digest : undefined;
-    this.keyName = x.keyName;
-    this.now = x.started;
-    this.config = x.config;
-    this.store = app.deps.store;
-    this.pages = app.pages;
-    this.pets = app.pets;
-  }
-
-  get pathPrefix(): string | undefined {
-    return this.#app.deps.pathPrefix;
-  }
-
-  get query(): Query {
-    return (this.#query ??= this.rawQuery === '' ? NO_QUERY : parseQuery(this.rawQuery));
-  }
-
-  get base(): string {
-    return baseOf(this.#app, this.#x);
-  }
 }

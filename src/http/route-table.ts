@@ -48,20 +48,22 @@ export interface TableRoute {
 }
 
 /** A route and the phases lifecycle.ts built for it. */
-export interface CompiledRoute<P> {
+/** A route with its phases (up to its handler) and what runs after its answer. */
+export interface CompiledRoute<P, A = unknown> {
   readonly route: TableRoute;
   readonly phases: readonly P[];
+  readonly after: A;
 }
 
-export interface RouteTable<P = unknown> {
+export interface RouteTable<P = unknown, A = unknown> {
   readonly config: Config;
   /** Moves on with every config: what the per-connection caches are checked against. */
   readonly generation: number;
-  readonly router: Router<CompiledRoute<P>>;
+  readonly router: Router<CompiledRoute<P, A>>;
   /** A path in no route. */
-  readonly notFound: CompiledRoute<P>;
+  readonly notFound: CompiledRoute<P, A>;
   /** A path under /__admin/ in no admin route, while an admin key is configured. */
-  readonly adminNotFound: CompiledRoute<P> | undefined;
+  readonly adminNotFound: CompiledRoute<P, A> | undefined;
 }
 
 export const ADMIN_PREFIX = '/__admin/';

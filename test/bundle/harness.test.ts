@@ -298,6 +298,31 @@ describe('faults', () => {
     });
   });
 
+  test('a create pipelined behind an answer a fault breaks is not handled: nothing stored, nothing journaled', async () => {
+    await withHarness(async (srv) => {
+      await admin(srv, 'POST', '/seed', [{ name: 'A', categoryId: 1 }]);
+      const cases: Array<Record<string, unknown>> = [
+        { kind: 'truncated' }, { kind: 'reset' }, { kind: 'empty' },
+        { kind: 'truncated', delayMs: 30 }, { kind: 'reset', delayMs: 30 }, { kind: 'empty', delayMs: 30 },
+      ];
+      for (const fault of cases) {
+        const label = JSON.stringify(fault);
+        const armed = await admin(srv, 'POST', '/faults', { operation: 'getPet', count: 1, ...fault });
+        assert.equal(armed.status, 200, armed.text);
+        // One write: the GET, then a create pipelined behind it, parsed from the same read.
+        const broken = await raw(srv, rawGet('/v1/pets/1') + rawPost(srv, { name: `behind ${label}`, categoryId: 1 }));
+        assert.doesNotMatch(broken.bytes, /HTTP\/1\.1 201 /, `${label}: no 201 can leave`);
+        const names = ((await call(`${srv.url}/pets`, { key: KEYS.enterprise })).json as Array<{ name: string }>).map((p) => p.name);
+        assert.deepEqual(names, ['A'], `${label}: the create behind the broken answer was stored without its 201`);
+      }
+      const creates = (await journal(srv)).requests.filter((e) => e.method === 'POST');
+      assert.deepEqual(creates, [], 'no create was recorded');
+      // Without a fault armed, a create pipelined behind a GET is answered as ever.
+      const fine = await raw(srv, rawGet('/v1/pets/1') + rawPost(srv, { name: 'B', categoryId: 1 }).replace('Host: x\r\n', 'Host: x\r\nConnection: close\r\n'));
+      assert.equal(fine.bytes.match(/HTTP\/1\.1 20[01] /g)?.length, 2, fine.bytes);
+    });
+  });
+
   test('"*", probability with a seed repeating run to run, delay ranges, and the listing', async () => {
     const pattern = async (): Promise<number[]> => {
       let statuses: number[] = [];

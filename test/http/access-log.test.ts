@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { Agent, createServer, request, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { createApp } from '../../src/http/app.js';
-import { hundredths, jsonString } from '../../src/http/send.js';
+import { hundredths, jsonString } from '../../src/http/access-log.js';
 import { systemClock } from '../../src/core/clock.js';
 import { batchingSink, jsonLogger } from '../../src/core/log.js';
 import type { Logger } from '../../src/core/index.js';

@@ -523,7 +523,7 @@ export interface FuzzFindings {
  */
 /** Issues the fuzzer found and that were fixed; each has a test that it does not come back. */
 export const KNOWN = {
-  pipelineOrder: 'src/http/client-errors.ts: answerClientError wrote its 400 ahead of answers still in flight on the same connection and closes it, ' +
+  pipelineOrder: 'src/http/connection/client-errors.ts: answerClientError wrote its 400 ahead of answers still in flight on the same connection and closes it, ' +
     'so a pipelined create that succeeded is answered 400 (fix: write the 400 once the in-flight responses of that socket are finished)',
 } as const;
 

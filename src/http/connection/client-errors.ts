@@ -1,9 +1,9 @@
 // Requests node:http cannot parse (and CONNECT) never reach the app: they are answered here,
 // on the socket node hands over, with an Error body too.
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import { errorBody } from '../core/index.js';
-import { closesAfterHalfClose } from './node-internals.js';
+import { errorBody } from '../../core/index.js';
+import { answerInFlight, closesAfterHalfClose } from './node-internals.js';
 
 /**
  * Requests node:http cannot parse never reach the app; answer them with an Error body too
@@ -29,7 +29,7 @@ const written = new WeakSet<Socket>();
 /**
  * Pipelined requests before the bad one may still be answering (a create waiting for its
  * fsync): their answers go first, in order, and the 400 after them. node:http keeps the
- * response being written in socket._httpMessage, and moves the next queued one there when
+ * response being written on the connection (answerInFlight), and moves the next queued one there when
  * it finishes (its 'finish' listeners run in order: node's, which moves the queue on, then
  * ours). If that request is itself incomplete, the error is about its own body (cut short):
  * then it is answered here and now. A client that half-closed has node close the connection
@@ -42,7 +42,7 @@ function answerAfterInFlight(err: NodeJS.ErrnoException, socket: Socket): void {
     socket.destroy();
     return;
   }
-  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  const inFlight = answerInFlight(socket);
   if (inFlight && inFlight.req.complete) {
     inFlight.prependOnceListener('finish', () => {
       if (closesAfterHalfClose(inFlight) && socket.writable) answerNow(err, socket);

@@ -1,5 +1,5 @@
 // The one file that touches node:http's private state. Everything else in src/ uses public
-// APIs only; test/http/node-internals.test.ts checks, on the Node it runs on, that each field
+// APIs only; test/http/connection/node-internals.test.ts checks, on the Node it runs on, that each field
 // below still exists and behaves as used here, and fails loudly (naming the field) when a
 // Node release changes it.
 //
@@ -25,6 +25,9 @@
 //   sets _last on the connection's last answer without a Connection: close in its header
 //   (_header, the head as written). The 400 of a request node could not parse, pipelined
 //   behind that answer, must be written before that close (client-errors.ts).
+// - socket._httpMessage (lib/_http_server.js): the answer node is writing on the connection
+//   now; node moves the next queued answer there when it finishes. The 400 of a request node
+//   could not parse goes after the answers of the requests before it (client-errors.ts).
 // - socket.destroySoon(): what node calls to close a `Connection: close` answer's socket
 //   (resOnFinish). Replaced on that one socket to linger (see drain.ts): no public hook runs
 //   between the answer's last byte and the close.
@@ -54,6 +57,11 @@ export function releaseReading(socket: Socket): void {
   s._paused = false;
   s.parser?.resume();
   s.resume();
+}
+
+/** The answer node:http is writing on this connection now (the first not yet finished), if any. */
+export function answerInFlight(socket: Socket): ServerResponse | undefined {
+  return (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
 }
 
 /** Replaces what node does to close this socket after a `Connection: close` answer. */

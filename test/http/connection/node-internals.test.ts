@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, Socket, type AddressInfo } from 'node:net';
 import {
-  answerAfterHalfClose, answersAfterHalfClose, cheapAbortOnClose, closesAfterHalfClose, holdReading, onCloseAfterAnswer, readingHeld, releaseReading,
-} from '../../src/http/node-internals.js';
+  answerAfterHalfClose, answerInFlight, answersAfterHalfClose, cheapAbortOnClose, closesAfterHalfClose, holdReading, onCloseAfterAnswer, readingHeld, releaseReading,
+} from '../../../src/http/connection/node-internals.js';
 
 /** Serves one raw request and hands `inspect` the server side of it. */
 async function withRequest(text: string, inspect: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): Promise<string> {
@@ -163,4 +163,43 @@ test(`node ${process.version}: after a half-close node marks the connection's la
   assert.deepEqual(open.closing, [false, false], 'an answer on an open keep-alive connection is taken for the last');
   const closeAnswer = await lateAnswers(TWO_GETS, { allow: true, connectionClose: true });
   assert.deepEqual(closeAnswer.closing, [false], 'a Connection: close answer is taken for a half-close');
+});
+
+test(`node ${process.version}: socket._httpMessage is the answer being written, then the next pipelined one`, async () => {
+  const seen: Array<[number, boolean, boolean]> = [];
+  const responses: ServerResponse[] = [];
+  const server = createServer((req, res) => {
+    responses.push(res);
+    // Both are parsed from one read; the first is answered late, the second at once (queued by node behind the first).
+    if (req.url === '/1') {
+      setTimeout(() => {
+        seen.push([1, answerInFlight(req.socket) === res, answerInFlight(req.socket) !== undefined]);
+        res.once('finish', () => seen.push([2, answerInFlight(req.socket) === responses[1], answerInFlight(req.socket) !== undefined]));
+        res.end('one');
+      }, 50);
+    } else {
+      res.end('two');
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const c = connect((server.address() as AddressInfo).port, '127.0.0.1');
+      let got = '';
+      c.setEncoding('latin1');
+      c.on('data', (d: string) => {
+        got += d;
+        if (got.includes('two')) c.destroy();
+      });
+      c.on('close', () => resolve());
+      c.on('error', reject);
+      c.write(TWO_GETS);
+    });
+    assert.equal(responses.length, 2);
+    assert.deepEqual(seen[0], [1, true, true], 'socket._httpMessage is not the answer node is writing');
+    assert.deepEqual(seen[1], [2, true, true], "after an answer's 'finish', socket._httpMessage is not the next queued answer");
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
 });

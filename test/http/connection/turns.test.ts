@@ -1,0 +1,86 @@
+// Fair turns, checked without a network: per connection at most PER_TURN requests handled per
+// turn of the event loop, in the order sent, the rest waiting with the connection unread; a
+// connection with nothing waiting is served at once; MAX_OUTSTANDING unanswered requests stop
+// a connection until half of them are answered; a closed connection's queue is dropped.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { MAX_OUTSTANDING, PER_TURN, takeTurns } from '../../../src/http/connection/turns.js';
+import { FakeSocket, request, turns, type FakeResponse } from './fakes.js';
+
+/** A takeTurns listener recording what it handled (by url), keeping each response to answer later. */
+function recorder(): { listener: (req: IncomingMessage, res: ServerResponse) => void; handled: string[]; pending: FakeResponse[] } {
+  const handled: string[] = [];
+  const pending: FakeResponse[] = [];
+  const listener = takeTurns((req, res) => {
+    handled.push(req.url ?? '');
+    pending.push(res as unknown as FakeResponse);
+  });
+  return { listener, handled, pending };
+}
+
+test('a pipelining connection gets PER_TURN requests a turn, in order; another connection is served at once', async () => {
+  const { listener, handled, pending } = recorder();
+  const a = new FakeSocket();
+  const b = new FakeSocket();
+  // What one read of each connection brings, handed over in the same turn.
+  for (let i = 1; i <= 10; i++) listener(...request(a, 'GET', `a${i}`));
+  listener(...request(b, 'GET', 'b1'));
+  assert.equal(PER_TURN, 4);
+  assert.deepEqual(handled, ['a1', 'a2', 'a3', 'a4', 'b1'], 'the first PER_TURN at once, then the other connection');
+  assert.equal(a._paused && a.paused, true, 'the connection with requests waiting is not read');
+  assert.equal(b.paused, false);
+  // Answers going out do not let a connection skip the line.
+  for (const res of pending.splice(0)) res.answered();
+  await turns(1);
+  assert.deepEqual(handled.slice(5), ['a5', 'a6', 'a7', 'a8']);
+  await turns(1);
+  assert.deepEqual(handled.slice(9), ['a9', 'a10']);
+  assert.equal(a._paused, false, 'read again once nothing waits');
+  assert.equal(a.paused, false);
+});
+
+test('while requests wait, node resuming the connection does not let it be read', async () => {
+  const { listener } = recorder();
+  const a = new FakeSocket();
+  for (let i = 1; i <= 6; i++) listener(...request(a, 'GET', `a${i}`));
+  // What node does once its own backlog of answers has drained.
+  a._paused = false;
+  a.resume();
+  assert.equal(a._paused && a.paused, true, "the 'resume' listener holds it again");
+  await turns(2);
+});
+
+test('MAX_OUTSTANDING unanswered requests stop a connection until half are answered', async () => {
+  const { listener, handled, pending } = recorder();
+  const a = new FakeSocket();
+  const sent = MAX_OUTSTANDING + 20;
+  for (let i = 1; i <= sent; i++) listener(...request(a, 'GET', `a${i}`));
+  await turns(sent / PER_TURN + 5);
+  assert.equal(handled.length, MAX_OUTSTANDING, 'no more handled while MAX_OUTSTANDING are unanswered');
+  assert.equal(a._paused, true);
+  // Answers below half do not free it yet.
+  for (let i = 0; i < MAX_OUTSTANDING / 2 - 1; i++) (pending[i] as FakeResponse).answered();
+  await turns(3);
+  assert.equal(handled.length, MAX_OUTSTANDING);
+  (pending[MAX_OUTSTANDING / 2 - 1] as FakeResponse).answered();
+  await turns(10);
+  assert.equal(handled.length, sent, 'the rest is served once half are answered');
+  assert.deepEqual(handled, Array.from({ length: sent }, (_, i) => `a${i + 1}`), 'in the order sent');
+});
+
+test("a closed connection's waiting requests are dropped, and its unanswered ones no longer count", async () => {
+  const { listener, handled, pending } = recorder();
+  const a = new FakeSocket();
+  for (let i = 1; i <= 10; i++) listener(...request(a, 'GET', `a${i}`));
+  assert.equal(handled.length, PER_TURN);
+  a.destroy();
+  await turns(5);
+  assert.equal(handled.length, PER_TURN, 'nothing more of a closed connection is handled');
+  // Their answers closing later change nothing.
+  for (const res of pending) res.answered();
+  // A request parsed after the close is not handled either.
+  listener(...request(a, 'GET', 'late'));
+  await turns(2);
+  assert.equal(handled.length, PER_TURN);
+});
