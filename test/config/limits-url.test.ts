@@ -40,3 +40,20 @@ test('config field "limits": kept when valid, refused (with the field named) whe
     assert.throws(() => parseConfig({ limits: bad }, 'test.json', '/srv'), (err: unknown) => err instanceof ConfigError && err.problems.some((p) => p.startsWith('limits ')));
   }
 });
+
+test('TLS files, Sentinel and Cluster: parsed, refused with what to do', () => {
+  assert.deepEqual(parseLimitsUrl('rediss://h:6380/1?ca=/etc/ca.crt&cert=/c.pem&key=/k.pem'), {
+    host: 'h', port: 6380, username: undefined, password: undefined, db: 1, tls: true, ca: '/etc/ca.crt', cert: '/c.pem', key: '/k.pem',
+  });
+  assert.deepEqual(parseLimitsUrl('redis+sentinel://u:p%40ss@a:26379,[::1]:26380/mymaster/2?sentinelPassword=s'), {
+    host: 'a', port: 26379, username: 'u', password: 'p@ss', db: 2, tls: false, sentinelPassword: 's',
+    sentinels: [{ host: 'a', port: 26379 }, { host: '::1', port: 26380 }], masterName: 'mymaster',
+  });
+  const cases: Array<[string, RegExp]> = [
+    ['redis://h/0?ca=/x', /no query or fragment.*rediss:\/\//],
+    ['rediss://h/0?cert=/c', /cert and key together/],
+    ['redis+sentinel://a:26379', /must name the master/],
+    ['redis+cluster://a:7000', /Redis Cluster, which the limits do not support/],
+  ];
+  for (const [url, why] of cases) assert.match(limitsUrlProblem(url) ?? '', why, url);
+});

@@ -22,65 +22,17 @@
 // - A Redis restarted empty has no scripts: NOSCRIPT is answered by sending the script itself
 //   (EVAL) for the scripts of that pipeline, which caches it again.
 // - The store generation (core/store-generation.ts), when the store caches reads: every script
-//   also reads the generation's key and returns its token as the reply's last field. Before
-//   any request of a pipeline is answered, the link hands the gate the token of the pipeline's
-//   last reply (Redis ran it after every other script of the pipeline, and after each of their
-//   requests arrived), so each request reads the store under a token read by its own script run
-//   or a later one. A request answered without Redis (the fallback, a failed pipeline) makes
-//   the token unknown, and it stays unknown until a reply to a command sent after that request
-//   arrived: an older reply, late, could name a token older than a reset the request came after.
+//   also returns its token, handed to the gate before any request is answered (batch.ts).
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Logger, StoreGeneration } from '../../core/index.js';
-import { ADVANCE_GENERATION_SCRIPT, PROBE, REPLY_SEPARATOR, TAKE_SCRIPT } from './script.js';
+import {
+  GENERATION_TOKEN, RedisTimeoutError, answered, deliver, settleLone, type Batch, type GenerationFeed, type RedisClient, type RedisLinkOptions, type ScriptJob,
+} from './batch.js';
+import { ADVANCE_GENERATION_SCRIPT, PROBE, TAKE_SCRIPT } from './script.js';
 
-/** What the link needs of an ioredis pipeline. */
-export interface RedisPipeline {
-  evalsha(sha: string, numkeys: number, ...args: (string | number | ((err: unknown) => void))[]): RedisPipeline;
-  eval(script: string, numkeys: number, ...args: (string | number | ((err: unknown) => void))[]): RedisPipeline;
-  exec(): Promise<Array<[Error | null, unknown]> | null>;
-}
-
-/** What the link needs of an ioredis client (the driver is loaded only with a limits URL). */
-export interface RedisClient {
-  evalsha(sha: string, numkeys: number, ...args: (string | number | ((err: unknown) => void))[]): Promise<unknown>;
-  eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>;
-  scan(cursor: string, match: 'MATCH', pattern: string, count: 'COUNT', n: number): Promise<[string, string[]]>;
-  unlink(...keys: string[]): Promise<number>;
-  pipeline(): RedisPipeline;
-  quit(): Promise<unknown>;
-  disconnect(): void;
-  /** The socket (ioredis's `stream`). */
-  readonly stream?: { destroy(): void };
-  on(event: 'ready', fn: () => void): unknown;
-}
-
-/**
- * One script run queued on the link: the limiter builds its arguments when the link sends it
- * (until then, more requests of the same id may join it) and is told the reply or the failure.
- */
-export interface ScriptJob {
-  /** The Redis key (KEYS[1]). */
-  readonly key: string;
-  /** ARGV[1], taken once, when the job is sent: the job is closed to new requests from then on. */
-  seal(): string;
-  settle(reply: unknown): void;
-  fail(err: unknown): void;
-}
-
-export interface RedisLinkOptions {
-  readonly logger: Logger;
-  /** The Redis URL without credentials, for log lines. */
-  readonly where: string;
-  /** Whether Redis answered at start (false: start in fallback and probe). */
-  readonly up: boolean;
-  /** ms between probes while Redis does not answer (default 1000). */
-  readonly probeEveryMs?: number;
-  /** ms of silence from Redis, while it owes us answers, after which it is down (default 250). */
-  readonly commandTimeoutMs?: number;
-  /** The driver's last error event: the reason behind its "Connection is closed.". */
-  readonly lastError?: () => Error | undefined;
-}
+export { RedisTimeoutError } from './batch.js';
+export type { RedisClient, RedisLinkOptions, RedisPipeline, ScriptJob } from './batch.js';
 
 export const SCRIPT_SHA = createHash('sha1').update(TAKE_SCRIPT).digest('hex');
 
@@ -88,43 +40,6 @@ export const SCRIPT_SHA = createHash('sha1').update(TAKE_SCRIPT).digest('hex');
 export const MAX_IN_FLIGHT = 4;
 /** Scripts in one pipeline. */
 export const MAX_BATCH = 512;
-
-/** A Redis that said nothing for commandTimeoutMs while it owed us answers. */
-export class RedisTimeoutError extends Error {}
-
-/** A store generation token as the scripts make it: "<epoch>:<count>". */
-const GENERATION_TOKEN = /^\d+:\d+$/;
-
-/**
- * A take script's reply with the store generation (script.ts): its last field is the token,
- * the rest is the limiter's reply; undefined when it is not such a reply.
- */
-function splitToken(raw: unknown): { token: string; reply: string } | undefined {
-  if (typeof raw !== 'string') return undefined;
-  const cut = raw.lastIndexOf(REPLY_SEPARATOR);
-  if (cut < 0) return undefined;
-  const token = raw.slice(cut + 1);
-  return GENERATION_TOKEN.test(token) ? { token, reply: raw.slice(0, cut) } : undefined;
-}
-
-/** The store generation the link keeps its gate up to date with, and its Redis key. */
-interface GenerationFeed {
-  readonly key: string;
-  readonly gate: StoreGeneration;
-}
-
-interface Batch {
-  readonly jobs: ScriptJob[];
-  readonly args: string[];
-  /** Jobs not answered yet (all of them, or those resent after a NOSCRIPT). */
-  pending: ScriptJob[];
-  readonly sentAt: number;
-  done: boolean;
-  /** The generation key went with these scripts (KEYS[2]): their replies end with its token. */
-  readonly generation: GenerationFeed | undefined;
-  /** Number of the write that sent the pending scripts (#sends); a resend gets a new one. */
-  seq: number;
-}
 
 export class RedisLink {
   readonly #client: RedisClient;
@@ -216,7 +131,7 @@ export class RedisLink {
     const generation = this.#generation;
     if (generation === undefined) throw new Error('the link keeps no store generation');
     const seq = ++this.#sends;
-    const token = String(await this.#answered(this.#client.eval(ADVANCE_GENERATION_SCRIPT, 1, generation.key)));
+    const token = String(await this.#timed(this.#client.eval(ADVANCE_GENERATION_SCRIPT, 1, generation.key)));
     if (!GENERATION_TOKEN.test(token)) throw new Error(`unexpected store generation ${JSON.stringify(token)}`);
     if (seq > this.#fence) generation.gate.observe(token);
     return undefined;
@@ -260,8 +175,8 @@ export class RedisLink {
     const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
     let cursor = '0';
     do {
-      const [next, keys] = await this.#answered(this.#client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000));
-      if (keys.length > 0) await this.#answered(this.#client.unlink(...keys));
+      const [next, keys] = await this.#timed(this.#client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000));
+      if (keys.length > 0) await this.#timed(this.#client.unlink(...keys));
       cursor = next;
     } while (cursor !== '0');
   }
@@ -272,7 +187,7 @@ export class RedisLink {
       clearInterval(this.#probeTimer);
       this.#probeTimer = undefined;
       try {
-        await this.#answered(this.#client.quit());
+        await this.#timed(this.#client.quit());
         this.#client.disconnect();
       } catch {
         // Not connected or not answering: nothing to say goodbye to. disconnect() alone ends
@@ -353,32 +268,17 @@ export class RedisLink {
     this.#lastReplyAt = performance.now();
   };
 
-  /**
-   * The reply of a lone script (sent as a plain EVALSHA): what #deliver does for one job,
-   * without building its arrays (the usual batch when one id floods: once per round trip).
-   */
+  /** The reply of a lone script (sent as a plain EVALSHA): batch.ts settleLone. */
   #settleOne(batch: Batch, raw: unknown): void {
     if (batch.done) return; // timed out meanwhile: the fallback answered these requests
-    const job = batch.jobs[0]!;
-    const generation = batch.generation;
-    if (generation !== undefined) {
-      const split = splitToken(raw);
-      if (split === undefined) {
-        this.forgetGeneration();
-        job.fail(new Error(`unexpected reply ${JSON.stringify(raw)}`));
-        return this.#finish(batch, undefined);
-      }
-      if (batch.seq > this.#fence) generation.gate.observe(split.token);
-      raw = split.reply;
-    }
-    job.settle(raw);
+    settleLone(batch, raw, this.#fence, this.#forget);
     this.#finish(batch, undefined);
   }
 
   #settle(batch: Batch, results: Array<[Error | null, unknown]> | null): void {
     if (batch.done) return; // timed out meanwhile: the fallback answered these requests
     if (results === null) return this.#finish(batch, new Error('the pipeline was discarded'));
-    const missing = this.#deliver(batch, batch.jobs.map((_, i) => i), results, true);
+    const missing = deliver(batch, batch.jobs.map((_, i) => i), results, true, this.#fence, this.#forget);
     if (missing.length === 0) return this.#finish(batch, undefined);
     // Redis restarted empty: send the script itself for these (the first EVAL caches it). The
     // batch's timer keeps watching them.
@@ -393,60 +293,12 @@ export class RedisLink {
     again.exec().then(
       (res) => {
         if (batch.done) return;
-        this.#deliver(batch, missing, res ?? [], false);
+        deliver(batch, missing, res ?? [], false, this.#fence, this.#forget);
         batch.pending = [];
         this.#finish(batch, undefined);
       },
       (err: unknown) => this.#finish(batch, err),
     );
-  }
-
-  /**
-   * Hands the jobs `indexes` of the batch their replies (results[k] is job indexes[k]'s) or
-   * failures, the store generation first: the token of the last reply, before any request is
-   * answered; unknown when any of them failed (its requests go to the fallback). Returns the
-   * indexes Redis had no script for, when `resendMissing` (else they fail).
-   */
-  #deliver(batch: Batch, indexes: readonly number[], results: Array<[Error | null, unknown]>, resendMissing: boolean): number[] {
-    const generation = batch.generation;
-    const missing: number[] = [];
-    const replies: unknown[] = [];
-    const errors: Array<Error | undefined> = [];
-    let token: string | undefined;
-    let failed = false;
-    indexes.forEach((i, k) => {
-      const [err, raw] = results[k] ?? [new Error('no reply'), undefined];
-      if (err !== null) {
-        if (resendMissing && err.message.startsWith('NOSCRIPT')) missing.push(i);
-        else {
-          errors[k] = err;
-          failed = true;
-        }
-        return;
-      }
-      if (generation === undefined) {
-        replies[k] = raw;
-        return;
-      }
-      const split = splitToken(raw);
-      if (split !== undefined) {
-        token = split.token;
-        replies[k] = split.reply;
-      } else {
-        errors[k] = new Error(`unexpected reply ${JSON.stringify(raw)}`);
-        failed = true;
-      }
-    });
-    if (generation !== undefined) {
-      if (failed) this.forgetGeneration();
-      else if (token !== undefined && batch.seq > this.#fence) generation.gate.observe(token);
-    }
-    indexes.forEach((i, k) => {
-      const err = errors[k];
-      if (err !== undefined) batch.jobs[i]!.fail(err);
-      else if (k in replies) batch.jobs[i]!.settle(replies[k]);
-    });
-    return missing;
   }
 
   /** The batch is over: fails what is still waiting in it (on `err`) and sends more. */
@@ -504,38 +356,12 @@ export class RedisLink {
     this.#watchdog.unref();
   }
 
-  /** `p`, or a RedisTimeoutError when Redis says nothing for the timeout (read as in #sweep). */
-  #answered<T>(p: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      const started = performance.now();
-      const check = (): void => {
-        setImmediate(() => {
-          if (settled) return;
-          const quietMs = performance.now() - Math.max(this.#lastReplyAt, started);
-          if (quietMs < this.#timeoutMs) {
-            timer = setTimeout(check, this.#timeoutMs - quietMs);
-            return;
-          }
-          settled = true;
-          reject(new RedisTimeoutError(`Redis did not answer within ${this.#timeoutMs} ms`));
-        });
-      };
-      let timer = setTimeout(check, this.#timeoutMs);
-      p.then((v) => {
-        this.#replied();
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(v);
-      }, (err: unknown) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        reject(err);
-      });
-    });
+  /** `p`, or a RedisTimeoutError when Redis says nothing for the timeout (batch.ts). */
+  #timed<T>(p: Promise<T>): Promise<T> {
+    return answered(p, this.#timeoutMs, () => this.#lastReplyAt, this.#replied);
   }
+
+  readonly #forget = (): void => this.forgetGeneration();
 
   #startProbing(): void {
     if (this.#probeTimer !== undefined || this.#closed !== undefined) return;

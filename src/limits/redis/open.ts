@@ -208,12 +208,16 @@ export async function openRedisLink(url: string, opts: RedisLinkOpenOptions): Pr
   } catch (err) {
     if (err instanceof RedisStartError) throw err;
     const why = await startRefusal(err, {
+      where,
       tls: target.tls,
       passwordGiven: target.password !== undefined,
       sentinel: target.sentinels !== undefined,
       otherProtocolAnswers: () => otherProtocolAnswers(Redis, target, Math.min(connectTimeoutMs, 1000)),
     });
-    if (why !== undefined) refuse(why);
+    if (why !== undefined) {
+      client.disconnect();
+      throw new RedisStartError(why);
+    }
     up = false;
     opts.logger.log('error', 'limits: Redis does not answer at start; each process limits on its own until it does', {
       redis: where, error: reasonOf(err),

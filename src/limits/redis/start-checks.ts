@@ -40,6 +40,8 @@ export const CLUSTER_REFUSAL =
   'use one Redis, or Redis Sentinel (redis+sentinel://sentinel:26379/mymaster/0)';
 
 export interface StartContext {
+  /** The URL as logs show it. */
+  readonly where: string;
   readonly tls: boolean;
   readonly passwordGiven: boolean;
   readonly sentinel: boolean;
@@ -50,11 +52,14 @@ export interface StartContext {
   readonly otherProtocolAnswers: () => Promise<boolean>;
 }
 
-/**
- * Why the start must stop, to follow "the limits URL <where>: ", or undefined when Redis only
- * does not answer (yet).
- */
+/** Why the start must stop, the whole message, or undefined when Redis only does not answer (yet). */
 export async function startRefusal(err: unknown, ctx: StartContext): Promise<string | undefined> {
+  const why = await refusal(err, ctx);
+  if (why === undefined || why.startsWith(`Redis at ${ctx.where} `)) return why;
+  return `the limits URL ${ctx.where}: ${why}`;
+}
+
+async function refusal(err: unknown, ctx: StartContext): Promise<string | undefined> {
   if (isReply(err)) {
     const msg = err.message;
     if (isAuthRefusal(err)) {
@@ -67,7 +72,8 @@ export async function startRefusal(err: unknown, ctx: StartContext): Promise<str
     if (/^READONLY\b/.test(msg)) {
       return `Redis is a read-only replica (${msg}): point the URL at the master, or let Sentinel find it (redis+sentinel://sentinel:26379/mymaster/0)`;
     }
-    return `Redis refuses the limiter's script (${msg}): the limits need EVAL and EVALSHA (server-side Lua scripts), the commands ` +
+    // (Worded as before this check ran the script itself: operators may match on it.)
+    return `Redis at ${ctx.where} refuses the limiter's script (${msg}): the limits need EVAL and EVALSHA (server-side Lua scripts), the commands ` +
       'the script runs (TIME, HMGET, HSET, PEXPIRE, GET, SET) on the keys petstore:*, and valid credentials; allow them for this ' +
       'user (an ACL that works is in the docs: scaling.md, "Redis ACL"), or run without --limits';
   }

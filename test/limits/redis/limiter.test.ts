@@ -159,7 +159,7 @@ describe('Redis limiter', { skip }, () => {
   it('round trips in flight share one watchdog: no timer per round trip, and a hung Redis still fails each in time', async (t) => {
     const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
     const log = recorder();
-    const limiter = await openRedisLimiter(redis.url, { prefix: 'watch:', clock: new ManualClock(), ban: BAN, logger: log, probeEveryMs: 60_000 });
+    const limiter = await openRedisLimiter(redis.url, { prefix: 'watch:', clock: new ManualClock(), ban: BAN, logger: log, probeEveryMs: 60_000, outage: 'strict' });
     t.after(() => limiter.close());
     await limiter.take('k0', FREE);
     const idle = timers();
@@ -177,7 +177,7 @@ describe('Redis limiter', { skip }, () => {
     const answers = await Promise.all(pending);
     const waited = performance.now() - started;
     // Answered by the fallback after the command timeout (250 ms); ids Redis never told it of
-    // start empty there, so they are refused.
+    // start empty there (outage "strict"), so they are refused.
     assert.deepEqual(answers.map((a) => a.outcome), Array(6).fill('rate_limited'));
     assert.ok(waited >= 150 && waited < 2_000, `waited ${waited.toFixed(0)} ms`);
     assert.equal(limiter.shared, false);
