@@ -77,11 +77,10 @@ function waitForSignals(handle: PetstoreHandle, resolved: Resolved, report: Repo
       const at = performance.now();
       report('info', `${signal} received, finishing in-flight requests`, { signal });
       handle.close().then(
-        () => { cleanup(); done({ code: 0, at }); },
+        () => done({ code: 0, at }),
         (err: unknown) => {
           const reason = describeStartError(err);
           report('error', 'error while stopping', { signal, reason }, reason);
-          cleanup();
           done({ code: 1, at });
         },
       );
@@ -100,6 +99,8 @@ function waitForSignals(handle: PetstoreHandle, resolved: Resolved, report: Repo
         },
       );
     };
-    const cleanup = onSignals({ SIGTERM: () => stop('SIGTERM'), SIGINT: () => stop('SIGINT'), SIGHUP: reload });
+    // The handlers stay until the process exits: a second SIGTERM while the output settles is
+    // ignored (stop runs once) instead of ending the process by the signal, exit code lost.
+    onSignals({ SIGTERM: () => stop('SIGTERM'), SIGINT: () => stop('SIGINT'), SIGHUP: reload });
   });
 }

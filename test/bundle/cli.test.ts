@@ -248,7 +248,7 @@ test('SIGTERM sent the moment the ready line is read stops the service cleanly (
       let out = '';
       proc.stdout.on('data', (d: Buffer) => {
         out += d.toString();
-        if (out.includes('listening on')) proc.kill('SIGTERM');
+        if (!proc.killed && out.includes('listening on')) proc.kill('SIGTERM'); // once: the stop logs to stdout too
       });
       proc.on('exit', (code, signal) => resolve({ code, signal }));
     });

@@ -284,7 +284,7 @@ test('the driver is not in the bundle; a store URL without it installed: one lin
       let stderr = '';
       proc.stdout.on('data', (d: Buffer) => {
         stdout += d.toString();
-        if (stdout.includes('listening on')) proc.kill('SIGTERM');
+        if (!proc.killed && stdout.includes('listening on')) proc.kill('SIGTERM'); // once: the stop logs to stdout too
       });
       proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
       proc.on('close', (code) => resolve({ code, stdout, stderr }));
