@@ -21,8 +21,8 @@ test('metrics: true or false only', () => {
 });
 
 test('admin: a key or its digest, held as the digest, never a key of the API', () => {
-  assert.deepEqual(parseConfig({ admin: { key: 'adm-1-0123456789ab' } }, 'x', '/srv').admin, { digest: sha256('adm-1-0123456789ab'), journal: 1000, namespaces: 0 });
-  assert.deepEqual(parseConfig({ admin: { sha256: sha256('adm-1').toUpperCase() } }, 'x', '/srv').admin, { digest: sha256('adm-1'), journal: 1000, namespaces: 0 });
+  assert.deepEqual(parseConfig({ admin: { key: 'adm-1-0123456789ab' } }, 'x', '/srv').admin, { digest: sha256('adm-1-0123456789ab'), journal: 1000, namespaces: 0, preferFaults: false });
+  assert.deepEqual(parseConfig({ admin: { sha256: sha256('adm-1').toUpperCase() } }, 'x', '/srv').admin, { digest: sha256('adm-1'), journal: 1000, namespaces: 0, preferFaults: false });
   assert.deepEqual(problems({ admin: 'adm-1' }), ['admin must be an object {"sha256": "<hex digest>"} or {"key": "<key>"}']);
   assert.deepEqual(problems({ admin: {} }), ['admin needs exactly one of "key" (the key in clear) or "sha256" (its hex SHA-256 digest)']);
   assert.deepEqual(problems({ admin: { sha256: 'abc' } }), ['admin.sha256 must be 64 hexadecimal characters']);
@@ -56,7 +56,7 @@ test('admin: a key in clear shorter than 16 characters is refused, without echoi
   assert.deepEqual(short, ['admin.key must be at least 16 characters long (it has 10); make one with: openssl rand -hex 16']);
   assert.ok(!short.join().includes('adm-secret'), 'the key is not echoed');
   assert.deepEqual(problems({ admin: { key: 'a' } }).length, 1);
-  assert.deepEqual(parseConfig({ admin: { key: '0123456789abcdef' } }, 'x', '/srv').admin, { digest: sha256('0123456789abcdef'), journal: 1000, namespaces: 0 });
+  assert.deepEqual(parseConfig({ admin: { key: '0123456789abcdef' } }, 'x', '/srv').admin, { digest: sha256('0123456789abcdef'), journal: 1000, namespaces: 0, preferFaults: false });
   // A key that is no token at all gets the one message about that.
   assert.deepEqual(problems({ admin: { key: 'a b' } }), ['admin.key must be a non-empty string of token characters (A-Z a-z 0-9 - . _ ~ + /)']);
 });

@@ -49,6 +49,8 @@ async function startSentinel(masterPort: number): Promise<{ port: number; close(
     port,
     async close() {
       if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+        // Unref'd while it serves; its exit must keep the loop alive while we wait for it.
+        child.ref();
         try {
           process.kill(-child.pid, 'SIGKILL');
         } catch {
