@@ -32,9 +32,11 @@ const BUILD = join(ROOT, 'build', 'test');
  * The other files that once ran alone no longer race real timers or read RSS: ratelimit runs
  * on a stopped clock, abuse, slow-clients and unread-flood (once part of fairness) read the live
  * heap, slow-clients checks that no socket is cut before its timeout rather than that none is
- * cut while a probe runs.
+ * cut while a probe runs. rolling-restart: two instances of two workers each, PostgreSQL, Redis,
+ * nginx and haproxy, restarted in turn on two cores; beside other files, an instance's start can
+ * outlast the proxies' health windows, and the proxies then have no live upstream for a moment.
  */
-const SERIAL = new Set(['bundle/fairness.test.js']);
+const SERIAL = new Set(['bundle/fairness.test.js', 'bundle/rolling-restart.test.js']);
 
 /**
  * The longest files first (wall time of each file side by side on two cores, from the runner's
