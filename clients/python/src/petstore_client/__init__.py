@@ -5,7 +5,8 @@ starts one as a process for tests, and the pytest plugin (``petstore_client.pyte
 loaded by pytest when the package is installed) gives each test a client bound to a fresh
 namespace of one shared service.
 """
-from .client import Client, Response
+from .client import Client
+from .response import Response
 from .errors import BrokenAnswer, PetstoreError, ServiceStartError
 from .service import Service, find_bundle
 

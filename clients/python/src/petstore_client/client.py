@@ -19,10 +19,10 @@ import http.client
 import json
 import re
 import urllib.parse
-from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 from .errors import BrokenAnswer, PetstoreError
+from .response import Response
 
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 """A namespace or snapshot name, as the service accepts it."""
@@ -30,29 +30,6 @@ NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _UNSET: Any = object()
 
 
-@dataclass(frozen=True)
-class Response:
-    """One answer: ``headers`` with lower-case names (repeated ones joined by ``", "``), ``body``
-    parsed as JSON when it is JSON (else None), ``text`` the body as sent."""
-
-    method: str
-    path: str
-    status: int
-    headers: Dict[str, str]
-    body: Any
-    text: str = field(repr=False)
-
-    def header(self, name: str) -> Optional[str]:
-        return self.headers.get(name.lower())
-
-    @property
-    def next_url(self) -> Optional[str]:
-        """The target of a ``Link: <...>; rel="next"`` header (RFC 8288), or None."""
-        for part in (self.header("link") or "").split(","):
-            match = re.match(r'\s*<([^>]*)>\s*;(.*)$', part)
-            if match and re.search(r'rel="?next"?', match.group(2)):
-                return match.group(1)
-        return None
 
 
 def _camel(name: str) -> str:

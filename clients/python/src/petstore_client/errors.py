@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
-    from .client import Response
+    from .response import Response
 
 
 class PetstoreError(Exception):
