@@ -137,9 +137,9 @@ describe('the document as served', () => {
     assert.equal(res.headers.get('x-ratelimit-limit'), '1000', 'the anonymous budget of the config');
   });
 
-  test('OpenAPI 3.1, version 1.0.0; the serving instance first, then both servers from the config', () => {
+  test('OpenAPI 3.1, version 1.1.0 (the package version); the serving instance first, then both servers from the config', () => {
     assert.equal(doc.openapi, '3.1.0');
-    assert.equal(obj(doc.info, 'info').version, '1.0.0');
+    assert.equal(obj(doc.info, 'info').version, '1.1.0');
     assert.equal(typeof obj(doc.info, 'info').title, 'string');
     assert.deepEqual(arr(doc.servers, 'servers').map((s) => obj(s, 'server').url), [srv.url, PRODUCTION, STAGING]);
     assert.deepEqual(arr(doc.servers, 'servers').map((s) => obj(s, 'server').description), ['this instance', 'production', 'staging']);

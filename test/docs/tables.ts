@@ -110,7 +110,7 @@ function metricsFamilies(): string {
 function routes(): string {
   const access = { key: 'API key', optional: 'optional key', none: 'none' } as const;
   const rows = [...ROUTES, openApiRoute(ROUTES, '0.0.0')].map((r) => [r.method, `\`/v1${r.path}\``, `\`${r.operationId}\``, access[r.auth], r.summary ?? '']);
-  for (const r of ADMIN_ROUTES) rows.push([r.method, `\`/__admin${r.path}\``, `\`${r.operationId}\``, 'admin key', 'for test harnesses: see [operating](operating.md#admin-endpoints-for-test-harnesses)']);
+  for (const r of ADMIN_ROUTES) rows.push([r.method, `\`/__admin${r.path}\``, `\`${r.operationId}\``, 'admin key', 'for test harnesses: see [harness](harness.md#admin-endpoints)']);
   return table(['method', 'path', 'operationId', 'access', 'summary'], rows);
 }
 
