@@ -35,8 +35,10 @@ const BUILD = join(ROOT, 'build', 'test');
  * cut while a probe runs. rolling-restart: two instances of two workers each, PostgreSQL, Redis,
  * nginx and haproxy, restarted in turn on two cores; beside other files, an instance's start can
  * outlast the proxies' health windows, and the proxies then have no live upstream for a moment.
+ * postgres-recovery: times the return within about a second of the engine answering and counts
+ * the unreachable/answers-again lines; beside other files a starved probe once logged a third.
  */
-const SERIAL = new Set(['bundle/fairness.test.js', 'bundle/rolling-restart.test.js']);
+const SERIAL = new Set(['bundle/fairness.test.js', 'bundle/rolling-restart.test.js', 'bundle/postgres-recovery.test.js']);
 
 /**
  * The longest files first (wall time of each file side by side on two cores, from the runner's
