@@ -24,13 +24,17 @@ async function count(url: string): Promise<number> {
   return (res.json as unknown[]).length;
 }
 
-function start(dir: string, extra: readonly string[] = []) {
-  return startBundle(['--config', writeConfig(dir), '--data', join(dir, 'pets.json'), '--env', 'production', ...extra], { cwd: dir });
+function start(dir: string, extra: readonly string[] = [], config = testConfig()) {
+  return startBundle(['--config', writeConfig(dir, config), '--data', join(dir, 'pets.json'), '--env', 'production', ...extra], { cwd: dir });
 }
+
+// The free plan with its day bucket binding (50 a day: one token back every 29 minutes), so the
+// Remaining headers of two requests differ by what the second one took, however slow the machine.
+const DAY_BINDS = testConfig({ plans: { free: { perMinute: 1000, perDay: 50 }, pro: { perMinute: 300, perDay: 10000 } } });
 
 test('same key and payload twice: one pet, and the same 201 byte for byte; another payload 422; another API key its own pet', async () => {
   const dir = tempDir();
-  const srv = await start(dir);
+  const srv = await start(dir, [], DAY_BINDS);
   try {
     const rex = { name: 'Rex', categoryId: 1, status: 'available' };
     const first = await create(srv.url, KEYS.free, rex, 'order-1');
@@ -43,6 +47,7 @@ test('same key and payload twice: one pet, and the same 201 byte for byte; anoth
     assert.equal(again.text, first.text);
     assert.equal(again.headers.get('location'), first.headers.get('location'));
     // A replay is counted by the limiter like any request.
+    assert.equal(first.headers.get('x-ratelimit-limit'), '50', 'the day bucket binds');
     assert.equal(Number(again.headers.get('x-ratelimit-remaining')), Number(first.headers.get('x-ratelimit-remaining')) - 1);
     assert.equal(await count(srv.url), 1);
 

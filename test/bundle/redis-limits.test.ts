@@ -209,7 +209,9 @@ describe('start errors and the command line', { skip }, () => {
       const first = Number((await call(`${p.url}/pets`, { key: KEYS.free })).headers.get('x-ratelimit-remaining'));
       const second = Number((await call(`${p.url}/pets`, { key: KEYS.free })).headers.get('x-ratelimit-remaining'));
       assert.equal(second, first - 1, 'kept in that Redis');
-      assert.equal(await v6.command('DBSIZE'), ':1');
+      // The key's own entry (the start's probe key expires at once, but Redis may still count it
+      // in DBSIZE until its expiry cycle runs, so it is not counted here).
+      assert.equal(await v6.command('KEYS', 'petstore:limits:key:*'), '*1');
     } finally {
       await p.stop();
     }

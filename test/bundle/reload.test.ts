@@ -16,9 +16,16 @@ import { until } from '../support/wait.js';
 const KEPT = 'kept-key-0001';
 const REMOVED = 'removed-key-0001';
 
-function configWith(keys: string[], filler = 0): string {
+function configWith(keys: string[], filler = 0, keptPlan = 'free'): string {
   const all = [...keys, ...Array.from({ length: filler }, (_, i) => `filler-key-${i}`)];
-  return JSON.stringify({ keys: all.map((key) => ({ key, plan: 'free' })), anonymous: { perMinute: 1000, perDay: 100000 } });
+  return JSON.stringify({ keys: all.map((key) => ({ key, plan: key === KEPT ? keptPlan : 'free' })), anonymous: { perMinute: 1000, perDay: 100000 } });
+}
+
+/** The X-RateLimit-Limit KEPT gets: 300 once the newer file (KEPT on "pro") is in force, else 60. */
+async function keptLimit(url: string): Promise<number> {
+  const res = await call(`${url}/pets`, { key: KEPT });
+  assert.notEqual(res.status, 401, 'KEPT is in every file');
+  return Number(res.headers.get('x-ratelimit-limit'));
 }
 
 /** Points the symlink `link` at `target` in one rename, as a deploy tool would. */
@@ -48,7 +55,7 @@ test('two quick SIGHUPs: the file read last wins, a key it removed is refused', 
   const newer = join(dir, 'newer.json');
   const older = join(dir, 'older.json');
   writeFileSync(both, configWith([KEPT, REMOVED]));
-  writeFileSync(newer, configWith([KEPT]));
+  writeFileSync(newer, configWith([KEPT], 0, 'pro'));
   writeFileSync(older, configWith([KEPT, REMOVED], 100_000));
   symlinkSync(both, link);
 
@@ -66,12 +73,16 @@ test('two quick SIGHUPs: the file read last wins, a key it removed is refused', 
       repoint(link, newer);
       srv.proc.kill('SIGHUP');
       // Two signals of a kind still pending merge into one (the one reload then reads the
-      // newer file): wait until the reloads are over, one or two of them.
+      // newer file): wait until the reloads are over, one or two of them, and the newer file
+      // is in force (on a slow machine the large file's reload can take longer than the quiet
+      // wait), then a while more, in case an older read were applied after it.
       const before = done;
       await until('the reloads', () => reloads() > before);
+      await until('the newer file in force', async () => (await keptLimit(srv.url)) === 300, undefined, 250);
       await quiet(reloads);
       done = reloads();
 
+      assert.equal(await keptLimit(srv.url), 300, `round ${round}: the file read last is in force`);
       assert.equal((await call(`${srv.url}/pets`, { key: KEPT })).status, 200);
       const removed = await call(`${srv.url}/pets`, { key: REMOVED });
       assert.equal(removed.status, 401, `round ${round}: the key removed by the file read last is refused`);
