@@ -20,7 +20,8 @@ const PER_CLIENT = 15;
 /**
  * The most one test may take before it fails (every wait inside is bounded too: a request by
  * 30 s of silence, a start by its ready line, a failed start by its exit): a bound on how long
- * a broken run takes to fail, far above a run on two busy cores (about 40 s).
+ * a broken run takes to fail, far above a run on two busy cores (the longer test took 26 s,
+ * the file 90 s beside three other files).
  */
 const TEST_MS = 10 * UNTIL_MS;
 
