@@ -8,7 +8,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { KEYS, UNTIL_MS, call, nextUrl, post, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../support/bundle.js';
+import { KEYS, UNTIL_MS, fresh, nextUrl, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { startPostgres, type PostgresServer } from '../support/postgres.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
@@ -27,6 +27,16 @@ interface PageSeen {
   readonly ids: number[];
 }
 
+/**
+ * Every request on a connection of its own: the clients here pause (a server stopped or
+ * started, a psql), and a kept-alive connection reused after a pause races the service's
+ * keep-alive timeout, which a loaded machine loses now and then ("other side closed").
+ * What is tested is what the processes answer, not connection reuse.
+ */
+const call = (url: string, init: { key: string }): Promise<Res> => fresh(url, init);
+const post = (url: string, key: string, body: unknown): Promise<Res> =>
+  fresh(url, { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
 const idsOf = (res: Res): number[] => (res.json as Array<{ id: number }>).map((p) => p.id);
 
 /** The query of a page URL (cursor, limit, status), without the instance's base. */
@@ -42,7 +52,7 @@ function queryOf(url: string): string {
 
 async function admin(srv: Running, path: string, body?: unknown): Promise<Res> {
   const base = srv.url.replace(/\/v1$/, '');
-  return call(`${base}/__admin${path}`, {
+  return fresh(`${base}/__admin${path}`, {
     method: 'POST', key: ADMIN_KEY,
     ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
   });

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { KEYS, followPages, runBundle, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
+import { KEYS, UNTIL_MS, followPages, runBundle, startBundle, tempDir, testConfig, writeConfig } from '../support/bundle.js';
 import { skipUnless } from '../support/engines.js';
 import { pgbouncerMissing, startPgBouncer } from '../support/pgbouncer.js';
 import { startPostgres } from '../support/postgres.js';
@@ -17,6 +17,13 @@ import { startRedis } from '../support/redis.js';
 const skip = skipUnless('PgBouncer black-box tests', ['postgres', 'redis']) || pgbouncerMissing() || false;
 const CLIENTS = 40;
 const PER_CLIENT = 15;
+/**
+ * The most one test may take before it fails (every wait inside is bounded too: a request by
+ * 30 s of silence, a start by its ready line, a failed start by its exit): a bound on how long
+ * a broken run takes to fail, far above a run on two busy cores (the longer test took 26 s,
+ * the file 90 s beside three other files).
+ */
+const TEST_MS = 10 * UNTIL_MS;
 
 /** One keyed create on a connection of its own (so both workers get some). */
 function create(base: string, body: unknown, idempotencyKey: string): Promise<{ status: number; body: string }> {
@@ -33,12 +40,12 @@ function create(base: string, body: unknown, idempotencyKey: string): Promise<{ 
       res.on('error', reject);
     });
     req.on('error', reject);
-    req.setTimeout(30_000, () => req.destroy(new Error('no answer within 30 s')));
+    req.setTimeout(UNTIL_MS, () => req.destroy(new Error(`create ${idempotencyKey}: no answer within ${UNTIL_MS / 1000} s`)));
     req.end(JSON.stringify(body));
   });
 }
 
-test('two workers behind PgBouncer (transaction mode): keyed creates all 201, every one a row and on a page, no prepared-statement errors', { skip }, async (t) => {
+test('two workers behind PgBouncer (transaction mode): keyed creates all 201, every one a row and on a page, no prepared-statement errors', { skip, timeout: TEST_MS }, async (t) => {
   // Every error the server raises is in its log (the default, said here so that it stays so).
   const pg = await startPostgres({ t, settings: { log_min_messages: 'warning', log_min_error_statement: 'error' } });
   const bouncer = await startPgBouncer({ t, serverPort: pg.port, database: pg.database, poolSize: 3 });
@@ -83,19 +90,19 @@ test('two workers behind PgBouncer (transaction mode): keyed creates all 201, ev
   assert.doesNotMatch(bouncer.log(), /unsupported startup parameter|pooler error/, bouncer.log().slice(-2000));
 });
 
-test('a startup parameter the pooler refuses, or a wrong password: the start stops with a refusal that says what to change', { skip }, async (t) => {
+test('a startup parameter the pooler refuses, or a wrong password: the start stops with a refusal that says what to change', { skip, timeout: TEST_MS }, async (t) => {
   const pg = await startPostgres({ t });
   const bouncer = await startPgBouncer({ t, serverPort: pg.port, database: pg.database });
   const dir = tempDir();
   const config = writeConfig(dir, testConfig());
 
-  const param = await runBundle(['--config', config, '--port', '0', '--store', `${bouncer.url}?search_path=public`], { cwd: dir });
+  const param = await runBundle(['--config', config, '--port', '0', '--store', `${bouncer.url}?search_path=public`], { cwd: dir, timeoutMs: UNTIL_MS });
   assert.equal(param.code, 1, param.stderr);
   assert.match(param.stderr, /refused petstore's connection: unsupported startup parameter: search_path; remove search_path from the store URL's options/);
   assert.match(param.stderr, /ALTER ROLE/);
   assert.doesNotMatch(param.stderr, /unreachable/);
 
-  const password = await runBundle(['--config', config, '--port', '0', '--store', bouncer.url.replace(bouncer.password, 'wrong')], { cwd: dir });
+  const password = await runBundle(['--config', config, '--port', '0', '--store', bouncer.url.replace(bouncer.password, 'wrong')], { cwd: dir, timeoutMs: UNTIL_MS });
   assert.equal(password.code, 1, password.stderr);
   assert.match(password.stderr, /refused petstore's connection: .*authentication failed; check the user name and password in the store URL/);
   assert.doesNotMatch(password.stderr, /unreachable|wrong/, 'no password in the message');

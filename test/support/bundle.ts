@@ -93,7 +93,12 @@ export function startBundle(args: readonly string[], opts: { cwd?: string; env?:
   return new Promise((resolve, reject) => {
     // The bound of until(): only how long a broken start takes to fail (a start on two cores
     // shared by four test files and their servers took more than 10 s).
-    const timer = setTimeout(() => reject(new Error(`no ready line in ${UNTIL_MS / 1000} s; stderr: ${err}`)), UNTIL_MS);
+    // A start that never gets ready is killed: left running, it would keep the test file's
+    // process alive after the failure (a hang instead of a failure).
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`no ready line in ${UNTIL_MS / 1000} s; stderr: ${err}`));
+    }, UNTIL_MS);
     proc.stderr?.on('data', (d: Buffer) => { err += d.toString(); });
     // Decoded as a stream: a character cut between two reads is not lost.
     proc.stdout?.setEncoding('utf8');
@@ -122,8 +127,12 @@ export function startBundle(args: readonly string[], opts: { cwd?: string; env?:
   });
 }
 
-/** Run the bundle to completion (for failures at start, --help, ...). */
-export function runBundle(args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/**
+ * Run the bundle to completion (for failures at start, --help, ...). One that has not exited
+ * within `timeoutMs` (default 120 s: some wait on locks) is killed and fails the test: a start
+ * that succeeds where it should fail would otherwise listen forever.
+ */
+export function runBundle(args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const proc = spawn(process.execPath, [BUNDLE, ...args], {
     cwd: opts.cwd ?? tempDir(),
     env: { ...process.env, ...opts.env },
@@ -133,8 +142,18 @@ export function runBundle(args: readonly string[], opts: { cwd?: string; env?: N
   let stderr = '';
   proc.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
   proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-  // 'close', not 'exit': the output may still be in the pipes when the process has exited.
-  return new Promise((resolve) => proc.on('close', (code) => resolve({ code, stdout, stderr })));
+  const ms = opts.timeoutMs ?? 4 * UNTIL_MS;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`petstore ${args.join(' ')} did not exit within ${ms / 1000} s; stdout: ${stdout.slice(-2000)}; stderr: ${stderr.slice(-2000)}`));
+    }, ms);
+    // 'close', not 'exit': the output may still be in the pipes when the process has exited.
+    proc.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
 }
 
 export interface Res {
@@ -150,13 +169,46 @@ export async function call(url: string, init: RequestInit & { key?: string } = {
   if (init.key !== undefined) headers.set('authorization', `Bearer ${init.key}`);
   const res = await fetch(url, { ...init, headers });
   const text = await res.text();
-  let json: unknown;
+  return { status: res.status, headers: res.headers, text, json: jsonOf(text) };
+}
+
+/** The body as JSON, or undefined (the assertions on the text will say what came back). */
+function jsonOf(text: string): unknown {
   try {
-    json = text === '' ? undefined : JSON.parse(text);
+    return text === '' ? undefined : JSON.parse(text);
   } catch {
-    json = undefined; // the assertions on `text` will say what came back
+    return undefined;
   }
-  return { status: res.status, headers: res.headers, text, json };
+}
+
+/**
+ * Like call(), on a connection of its own (closed after the answer), bounded by `timeoutMs`
+ * (default 30 s). For tests whose clients pause (a server stopped or started, a psql between
+ * two requests): a kept-alive connection reused after such a pause races the server's
+ * keep-alive timeout (5 s), a race a busy machine loses now and then ("other side closed").
+ */
+export function fresh(url: string, init: { method?: string; key?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {}): Promise<Res> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { connection: 'close', ...init.headers };
+    if (init.key !== undefined) headers.authorization = `Bearer ${init.key}`;
+    const ms = init.timeoutMs ?? UNTIL_MS;
+    const req = request(url, { method: init.method ?? 'GET', headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => { text += d; });
+      res.on('error', reject);
+      res.on('end', () => {
+        const h = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) {
+          for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) h.append(name, v);
+        }
+        resolve({ status: res.statusCode ?? 0, headers: h, text, json: jsonOf(text) });
+      });
+    });
+    req.on('error', reject);
+    req.setTimeout(ms, () => req.destroy(new Error(`${init.method ?? 'GET'} ${url}: no answer within ${ms / 1000} s`)));
+    req.end(init.body);
+  });
 }
 
 /** POST a JSON body. */
@@ -196,7 +248,7 @@ export async function followPages(
   let url: string | undefined = first;
   let pages = 0;
   while (url !== undefined) {
-    const res = await call(url, { key });
+    const res = await call(url, { key, signal: AbortSignal.timeout(UNTIL_MS) });
     assert.equal(res.status, 200, res.text);
     await onPage(res);
     url = nextUrl(res.headers.get('link'));

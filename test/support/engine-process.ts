@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from './free-port.js';
 import { sleep } from './wait.js';
-import type { PosixUser } from './engines.js';
+import { removeDir, track, type PosixUser } from './engines.js';
 
 const LOG_LIMIT = 64 * 1024;
 
@@ -98,7 +98,15 @@ export function engineProcess(spec: ProcessSpec): EngineProcess {
     });
     child = proc;
     logText = '';
-    exited = new Promise((resolve) => proc.once('exit', () => resolve()));
+    let spawnError: Error | undefined;
+    // A spawn that fails (no such file, no permission) emits 'error' and maybe never 'exit'.
+    exited = new Promise((resolve) => {
+      proc.once('exit', () => resolve());
+      proc.once('error', (err) => {
+        spawnError = err;
+        resolve();
+      });
+    });
     // A forgotten server must not keep the test process alive; the exit hook kills it.
     proc.unref();
     let sawReady = false;
@@ -112,6 +120,7 @@ export function engineProcess(spec: ProcessSpec): EngineProcess {
     }
     const end = Date.now() + startTimeoutMs;
     for (;;) {
+      if (spawnError !== undefined) throw new Error(`${spec.name} could not be started: ${spawnError.message}`);
       if (!isRunning()) {
         await exited;
         throw new Error(`${spec.name} exited at start (${proc.signalCode ?? proc.exitCode}):\n${logText}`);
@@ -193,4 +202,38 @@ export function engineProcess(spec: ProcessSpec): EngineProcess {
     log: () => logText,
   };
   return proc;
+}
+
+/** What startTracked() leaves to its caller. */
+export interface Tracked {
+  /** Hands the clean-up back to the caller (after its own clean stop). */
+  release(): void;
+  /** SIGKILL to every process of the server, the extra clean-up, and the folder removed. */
+  hardStop(): void;
+}
+
+/**
+ * Starts `proc` on a free port with its clean-up tracked from the first moment: until
+ * `release()`, the exit hook of engines.ts hard-stops the server and removes `dir` (should the
+ * test file end without closing it). A start that fails (`before`, the start itself) is
+ * cleaned up at once and its error thrown. `before`: what must be done before the first
+ * start (a data folder copied); `cleanUp`: what a hard stop does besides the kill and the
+ * removal of `dir`.
+ */
+export async function startTracked(proc: EngineProcess, dir: string, opts: { before?: () => Promise<void>; cleanUp?: () => void } = {}): Promise<Tracked> {
+  const hardStop = (): void => {
+    proc.hardStop();
+    opts.cleanUp?.();
+    removeDir(dir);
+  };
+  const release = track({ hardStop });
+  try {
+    await opts.before?.();
+    await proc.startOnFreePort();
+  } catch (err) {
+    release();
+    hardStop();
+    throw err;
+  }
+  return { release, hardStop };
 }

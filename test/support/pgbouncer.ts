@@ -3,12 +3,11 @@
 // password (scram-sha-256, from its own auth file), PgBouncer itself let in by the test
 // server's trust authentication. A temp folder, a free loopback port, nothing left behind.
 // stop()/kill()/start() on the same port, for outage tests.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, chownSync, constants, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isRoot, lookupUser, removeDir, track, type AfterHook, type EngineServer } from './engines.js';
-import { freePort } from './free-port.js';
+import { isRoot, lookupUser, removeDir, type AfterHook, type EngineServer } from './engines.js';
+import { engineProcess, startTracked } from './engine-process.js';
 
 export const PGBOUNCER = '/usr/sbin/pgbouncer';
 
@@ -31,7 +30,6 @@ export interface PgBouncerServer extends EngineServer {
   readonly password: string;
 }
 
-const LOG_LIMIT = 64 * 1024;
 export const PGBOUNCER_PASSWORD = 'bouncer-secret';
 
 /** undefined when PgBouncer can be started here, else why not (a test's skip reason). */
@@ -49,19 +47,11 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<PgBouncerS
   const user = isRoot() ? lookupUser('postgres') : undefined;
   const dir = mkdtempSync(join(tmpdir().startsWith('/tmp') ? tmpdir() : '/tmp', 'petstore-pgbouncer-'));
   if (user) chownSync(dir, user.uid, user.gid);
-  let port = 0;
-  let child: ChildProcess | undefined;
-  let exited: Promise<void> = Promise.resolve();
-  let logText = '';
+  const ini = join(dir, 'pgbouncer.ini');
   let closed = false;
-  const running = (): boolean => child !== undefined && child.exitCode === null && child.signalCode === null;
-  const hardStop = (): void => {
-    if (running()) child?.kill('SIGKILL');
-    removeDir(dir);
-  };
-  const release = track({ hardStop });
 
-  const writeConfig = (): void => {
+  /** The config for a start on `port` (written before each start: the server's port may have moved). */
+  const writeConfig = (port: number): void => {
     const settings: Record<string, string> = {
       listen_addr: '127.0.0.1',
       listen_port: String(port),
@@ -78,112 +68,52 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<PgBouncerS
       admin_users: 'postgres',
       ...opts.settings,
     };
-    const ini = [
+    writeFileSync(ini, [
       '[databases]',
       `${opts.database} = host=127.0.0.1 port=${opts.serverPort} dbname=${opts.database} user=postgres`,
       '[pgbouncer]',
       ...Object.entries(settings).map(([k, v]) => `${k} = ${v}`),
       '',
-    ].join('\n');
-    writeFileSync(join(dir, 'pgbouncer.ini'), ini);
+    ].join('\n'));
     writeFileSync(join(dir, 'userlist.txt'), `"postgres" "${PGBOUNCER_PASSWORD}"\n`, { mode: 0o600 });
     if (user) {
-      chownSync(join(dir, 'pgbouncer.ini'), user.uid, user.gid);
+      chownSync(ini, user.uid, user.gid);
       chownSync(join(dir, 'userlist.txt'), user.uid, user.gid);
     }
   };
 
-  const launch = async (): Promise<void> => {
-    writeConfig();
-    const proc = spawn(PGBOUNCER, [join(dir, 'pgbouncer.ini')], {
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      ...(user ? { uid: user.uid, gid: user.gid } : {}),
-    });
-    child = proc;
-    logText = '';
-    exited = new Promise((resolve) => proc.once('exit', () => resolve()));
-    proc.unref();
-    const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`PgBouncer did not start in 30 s:\n${logText}`)), 30_000);
-      const onData = (chunk: Buffer): void => {
-        logText = (logText + chunk.toString()).slice(-LOG_LIMIT);
-        if (/process up/.test(logText)) {
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-      proc.stdout?.on('data', onData);
-      proc.stderr?.on('data', onData);
-      proc.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`PgBouncer exited at start (${signal ?? code}):\n${logText}`));
-      });
-    });
-    (proc.stdout as { unref?: () => void } | null)?.unref?.();
-    (proc.stderr as { unref?: () => void } | null)?.unref?.();
-    try {
-      await ready;
-    } catch (err) {
-      if (running()) proc.kill('SIGKILL');
-      throw err;
-    }
-  };
-
-  const signalAndWait = async (signal: NodeJS.Signals): Promise<void> => {
-    if (!running()) return;
-    child?.kill(signal);
-    let timer: NodeJS.Timeout | undefined;
-    const late = await Promise.race([exited.then(() => false), new Promise<boolean>((r) => { timer = setTimeout(() => r(true), 15_000); })]);
-    clearTimeout(timer);
-    if (late) {
-      child?.kill('SIGKILL');
-      await exited;
-    }
-  };
-
-  try {
-    for (let attempt = 1; ; attempt++) {
-      port = await freePort();
-      try {
-        await launch();
-        break;
-      } catch (err) {
-        await exited;
-        if (attempt >= 5 || !/Address already in use|bind/.test((err as Error).message)) throw err;
-      }
-    }
-  } catch (err) {
-    release();
-    hardStop();
-    throw err;
-  }
+  const proc = engineProcess({
+    name: 'PgBouncer',
+    file: PGBOUNCER,
+    args: () => [ini],
+    prepare: writeConfig,
+    ...(user ? { user } : {}),
+    readyLine: /process up/,
+    portTaken: /Address already in use|bind/,
+    // SIGINT: "safe shutdown" (waits for clients' transactions); SIGTERM: immediate.
+    stopSignal: 'SIGTERM',
+  });
+  const { release } = await startTracked(proc, dir);
 
   const server: PgBouncerServer = {
     get url() {
-      return `postgres://postgres:${PGBOUNCER_PASSWORD}@127.0.0.1:${port}/${opts.database}`;
+      return `postgres://postgres:${PGBOUNCER_PASSWORD}@127.0.0.1:${proc.port}/${opts.database}`;
     },
     password: PGBOUNCER_PASSWORD,
     get port() {
-      return port;
+      return proc.port;
     },
     dir,
     get running() {
-      return running();
+      return proc.running;
     },
-    // SIGINT: "safe shutdown" (waits for clients' transactions); SIGTERM: immediate.
-    stop: () => signalAndWait('SIGTERM'),
-    kill: () => signalAndWait('SIGKILL'),
-    pause() {
-      if (running()) child?.kill('SIGSTOP');
-    },
-    resume() {
-      if (running()) child?.kill('SIGCONT');
-    },
+    stop: () => proc.stop(15_000),
+    kill: () => proc.kill(15_000),
+    pause: () => proc.pause(),
+    resume: () => proc.resume(),
     async start() {
       if (closed) throw new Error('this PgBouncer was closed');
-      if (running()) return;
-      await launch();
+      await proc.start();
     },
     async restart() {
       await server.stop();
@@ -192,12 +122,11 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<PgBouncerS
     async close() {
       if (closed) return;
       closed = true;
-      server.resume();
       await server.stop();
       release();
       removeDir(dir);
     },
-    log: () => logText,
+    log: () => proc.log(),
   };
   opts.t?.after(() => server.close());
   return server;

@@ -6,7 +6,7 @@ import { chownSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { binaries, isRoot, lookupUser, removeDir, track, type AfterHook, type AvailabilityOptions, type EngineServer, type PosixUser } from './engines.js';
-import { engineProcess } from './engine-process.js';
+import { engineProcess, startTracked } from './engine-process.js';
 
 export interface PostgresOptions extends AvailabilityOptions {
   /** Registers `close()` with `t.after`, so the server goes when the test ends, pass or fail. */
@@ -179,22 +179,13 @@ export async function startPostgres(opts: PostgresOptions = {}): Promise<Postgre
     const id = shmId(dataDir);
     if (id !== undefined) spawnSync('ipcrm', ['-m', id], { stdio: 'ignore' });
   };
-  const hardStop = (): void => {
-    proc.hardStop();
-    dropShm();
-    removeDir(dir);
-  };
-  const release = track({ hardStop });
-
-  try {
-    if (user) chownSync(dir, user.uid, user.gid);
-    await run('cp', ['-a', await templateCluster(bin, user), dataDir], { timeoutMs: 180_000 });
-    await proc.startOnFreePort();
-  } catch (err) {
-    release();
-    hardStop();
-    throw err;
-  }
+  const { release, hardStop } = await startTracked(proc, dir, {
+    async before() {
+      if (user) chownSync(dir, user.uid, user.gid);
+      await run('cp', ['-a', await templateCluster(bin, user), dataDir], { timeoutMs: 180_000 });
+    },
+    cleanUp: dropShm,
+  });
   const port = proc.port;
 
   const psql = (sql: string, db = database): Promise<string> =>

@@ -5,8 +5,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { binaries, isRoot, removeDir, track, type AfterHook, type AvailabilityOptions } from './engines.js';
-import { engineProcess, type EngineProcess } from './engine-process.js';
+import { binaries, isRoot, removeDir, type AfterHook, type AvailabilityOptions } from './engines.js';
+import { engineProcess, startTracked, type EngineProcess } from './engine-process.js';
 import { accepts } from './free-port.js';
 
 export interface ProxyOptions extends AvailabilityOptions {
@@ -55,20 +55,7 @@ function serve(proc: EngineProcess, dir: string, opts: ProxyOptions, release: ()
 }
 
 async function begin(proc: EngineProcess, dir: string, opts: ProxyOptions): Promise<ProxyServer> {
-  const release = track({
-    hardStop: () => {
-      proc.hardStop();
-      removeDir(dir);
-    },
-  });
-  try {
-    await proc.startOnFreePort();
-  } catch (err) {
-    release();
-    proc.hardStop();
-    removeDir(dir);
-    throw err;
-  }
+  const { release } = await startTracked(proc, dir);
   return serve(proc, dir, opts, release);
 }
 

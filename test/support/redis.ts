@@ -4,8 +4,8 @@ import { mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { binaries, removeDir, track, type AfterHook, type AvailabilityOptions, type EngineServer } from './engines.js';
-import { engineProcess } from './engine-process.js';
+import { binaries, removeDir, type AfterHook, type AvailabilityOptions, type EngineServer } from './engines.js';
+import { engineProcess, startTracked } from './engine-process.js';
 
 export interface RedisOptions extends AvailabilityOptions {
   /** Registers `close()` with `t.after`, so the server goes when the test ends, pass or fail. */
@@ -75,20 +75,7 @@ export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> 
     stopSignal: 'SIGTERM',
     startTimeoutMs: opts.startTimeoutMs ?? 15_000,
   });
-  const release = track({
-    hardStop: () => {
-      proc.hardStop();
-      removeDir(dir);
-    },
-  });
-  try {
-    await proc.startOnFreePort();
-  } catch (err) {
-    release();
-    proc.hardStop();
-    removeDir(dir);
-    throw err;
-  }
+  const { release } = await startTracked(proc, dir);
 
   const server: RedisServer = {
     get url() {

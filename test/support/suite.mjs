@@ -35,8 +35,8 @@ const BUILD = join(ROOT, 'build', 'test');
  * cut while a probe runs. rolling-restart: two instances of two workers each, PostgreSQL, Redis,
  * nginx and haproxy, restarted in turn on two cores; beside other files, an instance's start can
  * outlast the proxies' health windows, and the proxies then have no live upstream for a moment.
- * postgres-recovery: times the return within about a second of the engine answering and counts
- * the unreachable/answers-again lines; beside other files a starved probe once logged a third.
+ * postgres-recovery: times the return within about a second of the engine answering; beside
+ * other files, a share of two cores that changes from one moment to the next is what it times.
  */
 const SERIAL = new Set(['bundle/fairness.test.js', 'bundle/rolling-restart.test.js', 'bundle/postgres-recovery.test.js']);
 

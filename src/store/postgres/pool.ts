@@ -23,6 +23,7 @@ import type { Logger } from '../../core/index.js';
 import { describeError } from '../../core/index.js';
 import { IdsExhaustedError, StoreBusyError, StoreUnavailableError, StoreUnreachableError } from '../errors.js';
 import { CONNECTION_CODES, UNAVAILABLE_STATE, answers, connectionGone, refusal, type Sql, type SqlPool, type SqlRow } from './driver.js';
+import { OutageReport } from './outage.js';
 
 /** The server's statement_timeout (or idle_in_transaction timeout) cancelled it: nothing was done. */
 const CANCELLED_STATES: ReadonlySet<string> = new Set(['57014', '25P03']);
@@ -35,7 +36,6 @@ export const RECOVERY_PROBE_MS = 200;
 
 /** A timer that fires this much later than asked was held up by our own event loop. */
 const LAG_TOLERANCE_MS = 50;
-
 
 export interface PoolOptions {
   readonly make: () => SqlPool;
@@ -65,6 +65,8 @@ export interface PoolOptions {
 export interface RunState {
   /** The backstop gave up on it: it was answered as unreachable; it must not commit later. */
   abandoned: boolean;
+  /** Its number when it was handed to the driver (outage.ts). */
+  readonly seq: number;
 }
 
 interface Waiting {
@@ -81,7 +83,8 @@ export class Pool {
   #sql: SqlPool;
   /** When the current pool last answered anything (ok or error from the server). */
   #answeredAt: number;
-  #down: false | 'unreachable' | 'refused' = false;
+  /** When an outage began and ended, each dated by the statements that tell it (outage.ts). */
+  readonly #outage: OutageReport;
   #closed = false;
   #inFlight = 0;
   readonly #queue: Waiting[] = [];
@@ -98,6 +101,7 @@ export class Pool {
     this.#prepared = { prepare: opts.prepare ?? false };
     this.#sql = opts.make();
     this.#answeredAt = this.#now();
+    this.#outage = new OutageReport(opts.logger, opts.shown);
   }
 
   /** Statements waiting for a connection. */
@@ -126,7 +130,7 @@ export class Pool {
       const begun = (sql as SqlPool).begin((tx) => {
         // Its failure fails the transaction's next statement, and so the transaction.
         if (prelude !== undefined) tx.unsafe(prelude, [], this.#prepared).catch(() => undefined);
-        return work(this.#watched(tx, this.#sql, () => gone), state).catch((err: unknown) => {
+        return work(this.#watched(tx, this.#sql, state.seq, () => gone), state).catch((err: unknown) => {
           if (gone || connectionGone(err)) return new Promise<never>(() => undefined);
           throw err;
         });
@@ -183,7 +187,8 @@ export class Pool {
 
   #dispatch(w: Waiting): void {
     const sql = this.#sql;
-    const state: RunState = { abandoned: false };
+    const seq = this.#outage.send();
+    const state: RunState = { abandoned: false, seq };
     const started = this.#now();
     const { statementTimeoutMs, queryTimeoutMs } = this.#opts;
     const hardLimit = statementTimeoutMs + queryTimeoutMs;
@@ -238,12 +243,14 @@ export class Pool {
       if (settled) return;
       state.abandoned = true;
       finish();
-      if (sql === this.#sql && now - this.#answeredAt >= queryTimeoutMs) this.#replace(sql);
-      w.reject(this.#unreachable(`PostgreSQL did not answer within ${Math.round(now - started)} ms`));
+      // Nothing answered lately and a fresh connection did not either: news of now.
+      const silent = sql === this.#sql && now - this.#answeredAt >= queryTimeoutMs;
+      if (silent) this.#replace(sql);
+      w.reject(this.#unreachable(silent ? this.#outage.send() : seq, `PostgreSQL did not answer within ${Math.round(now - started)} ms`));
     };
     let run: Promise<unknown>;
     try {
-      run = w.work(w.watch ? this.#watched(sql, sql) : sql, state);
+      run = w.work(w.watch ? this.#watched(sql, sql, seq) : sql, state);
     } catch (err) {
       run = Promise.reject(err);
     }
@@ -253,19 +260,23 @@ export class Pool {
     arm(Math.min(queryTimeoutMs, cancel === undefined ? Infinity : statementTimeoutMs));
     run.then(
       (value) => {
-        if (sql === this.#sql) this.#answered();
+        if (sql === this.#sql) this.#answered(seq);
         if (finish()) w.resolve(value);
       },
       (err: unknown) => {
-        if (answers(err) && sql === this.#sql) this.#answered();
-        if (finish()) w.reject(this.#classify(err, sql === this.#sql));
+        if (answers(err) && sql === this.#sql) this.#answered(seq);
+        if (finish()) w.reject(this.#classify(err, sql === this.#sql ? seq : undefined));
       },
     );
   }
 
-  /** Statements of `sql` (of the driver's pool `owner`) mark the pool as answering when answered. */
-  #watched<S extends Sql>(sql: S, owner: SqlPool, gone?: () => boolean): S {
-    const mark = (): void => { if (this.#sql === owner) this.#answeredAt = this.#now(); };
+  /** Statements of `sql` (of the driver's pool `owner`, sent as `seq`) mark the pool as answering when answered. */
+  #watched<S extends Sql>(sql: S, owner: SqlPool, seq: number, gone?: () => boolean): S {
+    const mark = (): void => {
+      if (this.#sql !== owner) return;
+      this.#answeredAt = this.#now();
+      this.#outage.answered(seq);
+    };
     return new Proxy(sql, {
       get(target, prop) {
         const value = Reflect.get(target, prop) as unknown;
@@ -282,9 +293,9 @@ export class Pool {
     });
   }
 
-  #answered(): void {
+  #answered(seq: number): void {
     this.#answeredAt = this.#now();
-    if (this.#down) this.#up();
+    this.#outage.answered(seq);
   }
 
   /** Whether the engine answers a trivial statement on a fresh connection within the query timeout. */
@@ -305,8 +316,8 @@ export class Pool {
     return this.#probing;
   }
 
-  /** `current`: from the pool in use (a replaced pool's failures say nothing of the outage). */
-  #classify(err: unknown, current: boolean): unknown {
+  /** `seq`: its statement's, from the pool in use (undefined: a replaced pool's failures say nothing of the outage). */
+  #classify(err: unknown, seq: number | undefined): unknown {
     const code = (err as { code?: unknown } | null)?.code;
     if (typeof code !== 'string') return err;
     if (CANCELLED_STATES.has(code)) {
@@ -316,37 +327,29 @@ export class Pool {
     const change = refusal(err);
     if (change !== undefined) {
       const message = `PostgreSQL refused the connection: ${describeError(err)}`;
-      return current ? this.#unreachable(message, change, err) : new StoreUnreachableError(`${message}; ${change}`, { cause: err });
+      return seq !== undefined ? this.#unreachable(seq, message, change, err) : new StoreUnreachableError(`${message}; ${change}`, { cause: err });
     }
     if (CONNECTION_CODES.has(code) || UNAVAILABLE_STATE.test(code)) {
       const message = `PostgreSQL unreachable: ${describeError(err)}`;
-      return current ? this.#unreachable(message, undefined, err) : new StoreUnreachableError(message, { cause: err });
+      return seq !== undefined ? this.#unreachable(seq, message, undefined, err) : new StoreUnreachableError(message, { cause: err });
     }
     if (code === SEQUENCE_LIMIT) return new IdsExhaustedError('id space exhausted');
     return err;
   }
 
   /**
-   * The error to answer with; the first of an outage is logged, the rest are not. `change`:
-   * the server refused the connection (an answer, not an outage), and what to change.
+   * The error to answer statement `seq` with; the failure that begins an outage is logged
+   * (outage.ts), the rest are not. `change`: the server refused the connection (an answer,
+   * not an outage), and what to change.
    */
-  #unreachable(message: string, change?: string, cause?: unknown): StoreUnreachableError {
-    const kind = change === undefined ? 'unreachable' : 'refused';
-    if (this.#down !== kind && !this.#closed) {
-      this.#down = kind;
-      if (change === undefined) {
-        this.#opts.logger.log('error', 'PostgreSQL unreachable; requests get 503 until it answers again', { store: this.#opts.shown, err: message });
-      } else {
-        this.#opts.logger.log('error', "PostgreSQL refuses petstore's connections; requests get 503 until it accepts them", { store: this.#opts.shown, err: message, change });
-      }
-      this.#recover();
-    }
+  #unreachable(seq: number, message: string, change?: string, cause?: unknown): StoreUnreachableError {
+    if (!this.#closed && this.#outage.failed(seq, message, change)) this.#recover();
     return new StoreUnreachableError(change === undefined ? message : `${message}; ${change}`, cause === undefined ? undefined : { cause });
   }
 
-  /** Whether the store is answered now: false from the first unreachable (or refused) answer to the next answer. */
+  /** Whether the store is answered now: false while an outage is on (outage.ts says when it begins and ends). */
   get reachable(): boolean {
-    return this.#down === false;
+    return this.#outage.down === false;
   }
 
   /**
@@ -356,16 +359,17 @@ export class Pool {
   #recover(): void {
     if (this.#recovering !== undefined || this.#closed) return;
     const tick = (): void => {
-      if (this.#down === false || this.#closed) {
+      if (this.#outage.down === false || this.#closed) {
         this.#recovering = undefined;
         return;
       }
       const sql = this.#sql;
+      const seq = this.#outage.send();
       let timer: NodeJS.Timeout | undefined;
       const bound = new Promise<void>((r) => { timer = setTimeout(r, this.#opts.queryTimeoutMs); });
       const asked = sql.unsafe('SELECT 1', [], this.#prepared).then(
-        () => { if (sql === this.#sql) this.#answered(); },
-        (err: unknown) => { if (answers(err) && sql === this.#sql) this.#answered(); },
+        () => { if (sql === this.#sql) this.#answered(seq); },
+        (err: unknown) => { if (answers(err) && sql === this.#sql) this.#answered(seq); },
       );
       void Promise.race([asked, bound]).then(() => {
         clearTimeout(timer);
@@ -376,11 +380,6 @@ export class Pool {
     };
     this.#recovering = setTimeout(tick, RECOVERY_PROBE_MS);
     this.#recovering.unref();
-  }
-
-  #up(): void {
-    this.#down = false;
-    this.#opts.logger.log('info', 'PostgreSQL answers again', { store: this.#opts.shown });
   }
 
   /**
