@@ -119,7 +119,7 @@ describe('a reset under load with the clock moved ahead, two workers, PostgreSQL
     await Promise.all([pg?.close(), redis?.close()]);
   });
 
-  for (let round = 1; round <= 3; round++) {
+  for (let round = 1; round <= 2; round++) {
     it(`round ${round}: a reset while 48 clients flood the key on a clock 10 years ahead; then served by both workers`, async () => {
       const moved = await admin('POST', '/clock', { advanceMs: TEN_YEARS_MS });
       assert.equal(moved.status, 200, moved.body);
