@@ -1,9 +1,9 @@
 // The harness across the workers of --workers N: a clock move reaches every worker before it
-// resolves (or says which did not confirm), a reset's steps are taken by every worker in order
-// (the clock back first, the limits cleared by each worker last: harness.ts), a journal query
-// gathers every worker's matching entries and bounds them as one journal, a count that waits
-// is woken by a matching recording in any worker, and a clear empties every worker's ring.
-// Alone (no peers) each of these is this process's own.
+// resolves (or says that some did not confirm), a reset's first two steps are each taken by
+// every worker before the next (the clock back, then the limits cleared by each worker:
+// harness.ts), a journal query gathers every worker's matching entries and bounds them as one
+// journal, a count that waits is woken by a matching recording in any worker, and a clear
+// empties every worker's ring. Alone (no peers) each of these is this process's own.
 import { randomUUID } from 'node:crypto';
 import { ApiError, MAX_CLOCK_OFFSET_MS, type ServiceClock } from '../core/index.js';
 import type { Peers } from './contract.js';
@@ -56,7 +56,7 @@ export interface AcrossWorkers {
   /** Puts the offset back in every worker (a reset that could not start). */
   restoreOffset(ms: number): Promise<void>;
   /**
-   * A reset's last step: every worker clears its limits (in Redis, through its own connection,
+   * A reset's second step: every worker clears its limits (in Redis, through its own connection,
    * after whatever it sent before; its in-process copies too). Rejects with why, when this
    * worker's or another's clear failed or did not answer within CLEAR_LIMITS_MS.
    */
