@@ -1,5 +1,7 @@
 // The harness across the workers of --workers N: a clock move reaches every worker before it
-// resolves, a journal query gathers every worker's matching entries and bounds them as one
+// resolves (or says that some did not confirm), a reset's first two steps are each taken by
+// every worker before the next (the clock back, then the limits cleared by each worker:
+// harness.ts), a journal query gathers every worker's matching entries and bounds them as one
 // journal, a count that waits is woken by a matching recording in any worker, and a clear
 // empties every worker's ring. Alone (no peers) each of these is this process's own.
 import { randomUUID } from 'node:crypto';
@@ -27,6 +29,11 @@ interface Watch {
   readonly ms: number;
 }
 
+/** How long a clock move or a reset waits for every other worker to confirm its step. */
+export const CONFIRM_MS = 2_000;
+/** How long the workers may take to clear the limits in Redis (a SCAN over every key). */
+export const CLEAR_LIMITS_MS = 15_000;
+
 /** The journal and clock of every worker, as one. */
 export interface AcrossWorkers {
   /** Every worker's slice of the journal for `filter`, bounded as one journal, in one order whichever worker asks. */
@@ -35,16 +42,31 @@ export interface AcrossWorkers {
   waitJournal(filter: JournalFilter, wait: JournalWait): Promise<WaitedCount | ApiError>;
   /** Empties every worker's journal. */
   clearJournal(): Promise<void>;
-  /** Moves every worker's clock forward by ms. */
+  /**
+   * Moves every worker's clock forward by ms; a 503 ApiError when some worker did not confirm
+   * within CONFIRM_MS (it moves when it gets to the message; a retry would move it twice).
+   */
   advanceClock(ms: number): Promise<void>;
-  /** Gives every other worker this one's clock offset (after a reset). */
-  shareOffset(): Promise<void>;
+  /**
+   * A reset's first step: every worker's clock back to real time, this one's first. Resolves
+   * with how many other workers did not confirm within CONFIRM_MS (0: every process is on the
+   * reset clock, and nothing it charges from now on is stamped on the old one).
+   */
+  resetClock(): Promise<number>;
+  /** Puts the offset back in every worker (a reset that could not start). */
+  restoreOffset(ms: number): Promise<void>;
+  /**
+   * A reset's second step: every worker clears its limits (in Redis, through its own connection,
+   * after whatever it sent before; its in-process copies too). Rejects with why, when this
+   * worker's or another's clear failed or did not answer within CLEAR_LIMITS_MS.
+   */
+  resetLimits(): Promise<void>;
   /** The service is closing: counts waiting here are answered now. */
   stop(): void;
 }
 
 /** Answers the other workers' asks about this one's journal and clock, and asks them in turn. */
-export function acrossWorkers(clock: ServiceClock, journal: RequestJournal, peers: Peers | undefined): AcrossWorkers {
+export function acrossWorkers(clock: ServiceClock, journal: RequestJournal, peers: Peers | undefined, clearLimits: () => Promise<void>): AcrossWorkers {
   /** The other workers' counts this worker records for: their id, and how to stop. */
   const watched = new Map<string, () => void>();
   /** This worker's counts waiting: their id, and what a match elsewhere does. */
@@ -85,6 +107,11 @@ export function acrossWorkers(clock: ServiceClock, journal: RequestJournal, peer
       if (typeof offset === 'number') clock.restoreOffset(offset);
       return true;
     });
+    peers.answer('clock-reset', () => {
+      clock.reset();
+      return true;
+    });
+    peers.answer('limits-reset', () => clearLimits().then(() => true, (err: unknown) => ({ error: messageOf(err) })));
     // An advance is passed on as the step, not the offset it led to: advances answered by
     // different workers at the same time then add up in every worker, whatever the order.
     peers.answer('clock-advance', (ms) => {
@@ -182,10 +209,38 @@ export function acrossWorkers(clock: ServiceClock, journal: RequestJournal, peer
     },
     async advanceClock(ms) {
       clock.advance(ms);
-      if (peers !== undefined) await peers.ask('clock-advance', ms);
+      if (peers === undefined) return;
+      const { missing } = await peers.askEvery('clock-advance', ms, CONFIRM_MS);
+      if (missing > 0) {
+        throw new ApiError('service_unavailable', `The clock moved ${ms} ms in this worker and the move was sent to every other one, but ${missing} of them did not confirm it within ${CONFIRM_MS / 1000} s: they move when they get to it. Do not repeat the move (it would add up); GET /__admin/clock shows the offset.`, { 'retry-after': '5' });
+      }
     },
-    async shareOffset() {
-      if (peers !== undefined) await peers.ask('clock-offset', clock.offsetMs);
+    async resetClock() {
+      clock.reset();
+      if (peers === undefined) return 0;
+      return (await peers.askEvery('clock-reset', undefined, CONFIRM_MS)).missing;
+    },
+    async restoreOffset(ms) {
+      clock.restoreOffset(ms);
+      if (peers !== undefined) await peers.ask('clock-offset', ms);
+    },
+    async resetLimits() {
+      if (peers === undefined) return clearLimits();
+      const [own, others] = await Promise.all([
+        clearLimits().then(() => undefined, (err: unknown) => messageOf(err)),
+        peers.askEvery('limits-reset', undefined, CLEAR_LIMITS_MS),
+      ]);
+      const failed = others.answers.flatMap((a) => {
+        if (a === true) return [];
+        const error = (a as { error?: unknown } | undefined)?.error;
+        return [typeof error === 'string' ? error : 'a worker could not clear its limits'];
+      });
+      const why = [
+        ...(own === undefined ? [] : [own]),
+        ...failed.filter((e) => e !== own),
+        ...(others.missing > 0 ? [`${others.missing} worker(s) did not answer within ${CLEAR_LIMITS_MS / 1000} s`] : []),
+      ];
+      if (why.length > 0) throw new Error(why.join('; '));
     },
     stop() {
       stopped = true;
@@ -195,4 +250,8 @@ export function acrossWorkers(clock: ServiceClock, journal: RequestJournal, peer
       watched.clear();
     },
   };
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -12,6 +12,12 @@ export interface Peers {
   /** Asks every other worker; resolves with the answers that came (possibly none). */
   ask(what: string, payload?: unknown): Promise<unknown[]>;
   /**
+   * Asks every other worker and waits up to timeoutMs for each one: the answers, and how many
+   * of the workers asked did not answer in time (0 when every one did; a worker that exited
+   * meanwhile is not counted). The others still act on the ask when they get to it.
+   */
+  askEvery(what: string, payload: unknown, timeoutMs: number): Promise<{ readonly answers: unknown[]; readonly missing: number }>;
+  /**
    * Every worker's answer to `what`, this one's included, from a gather no older than
    * maxAgeMs (shared by every worker); alone, or the primary gone: no answers.
    */

@@ -4,7 +4,7 @@
 // the primary keeps for all of them (a request caught by a count fault). Alone, or once the primary is
 // gone, an ask is answered at once with no answers: a worker never waits on a missing peer.
 import type { Peers } from '../server/index.js';
-import { ASK_TIMEOUT_MS, isPrimaryMessage, type PrimaryMessage, type WorkerMessage } from './protocol.js';
+import { ASK_TIMEOUT_MS, MAX_ASK_TIMEOUT_MS, isPrimaryMessage, type PrimaryMessage, type WorkerMessage } from './protocol.js';
 
 /** The IPC channel of a forked process: `process` in a worker. */
 export interface Channel {
@@ -14,9 +14,12 @@ export interface Channel {
   off(event: 'message', fn: (message: unknown) => void): unknown;
 }
 
+/** What askEvery() resolves with: the answers, and how many asked did not answer. */
+type Asked = Awaited<ReturnType<Peers['askEvery']>>;
+
 export class WorkerPeers implements Peers {
   readonly #channel: Channel;
-  readonly #pending = new Map<number, (payloads: unknown[]) => void>();
+  readonly #pending = new Map<number, (asked: Asked) => void>();
   readonly #answers = new Map<string, (payload: unknown) => unknown>();
   readonly #told = new Map<string, (payload: unknown) => void>();
   readonly #listener = (m: unknown): void => {
@@ -29,24 +32,30 @@ export class WorkerPeers implements Peers {
     channel.on('message', this.#listener);
   }
 
-  ask(what: string, payload?: unknown): Promise<unknown[]> {
-    return this.#request({ petstore: 'ask', id: this.#nextId, what, payload });
+  async ask(what: string, payload?: unknown): Promise<unknown[]> {
+    return (await this.#request({ petstore: 'ask', id: this.#nextId, what, payload })).answers;
   }
 
-  gather(what: string, maxAgeMs: number): Promise<unknown[]> {
-    return this.#request({ petstore: 'gather', id: this.#nextId, what, maxAgeMs });
+  askEvery(what: string, payload: unknown, timeoutMs: number): Promise<Asked> {
+    const ms = Math.min(Math.max(1, timeoutMs), MAX_ASK_TIMEOUT_MS);
+    return this.#request({ petstore: 'ask', id: this.#nextId, what, payload, timeoutMs: ms }, ms);
   }
 
-  #request(message: Extract<WorkerMessage, { id: number }>): Promise<unknown[]> {
-    if (!this.#send(message)) return Promise.resolve([]);
+  async gather(what: string, maxAgeMs: number): Promise<unknown[]> {
+    return (await this.#request({ petstore: 'gather', id: this.#nextId, what, maxAgeMs })).answers;
+  }
+
+  #request(message: Extract<WorkerMessage, { id: number }>, timeoutMs = ASK_TIMEOUT_MS): Promise<Asked> {
+    if (!this.#send(message)) return Promise.resolve({ answers: [], missing: 0 });
     const id = this.#nextId++;
     return new Promise((resolve) => {
-      // The primary answers within ASK_TIMEOUT_MS; should it die meanwhile, this still ends.
-      const timer = setTimeout(() => settle([]), ASK_TIMEOUT_MS + 1_000);
-      const settle = (payloads: unknown[]): void => {
+      // The primary answers within timeoutMs; should it die meanwhile, this still ends (and
+      // says that nobody answered: the others cannot be known to have heard).
+      const timer = setTimeout(() => settle({ answers: [], missing: 1 }), timeoutMs + 1_000);
+      const settle = (asked: Asked): void => {
         clearTimeout(timer);
         this.#pending.delete(id);
-        resolve(payloads);
+        resolve(asked);
       };
       this.#pending.set(id, settle);
     });
@@ -58,7 +67,7 @@ export class WorkerPeers implements Peers {
 
   async claim(name: string, max: number): Promise<boolean> {
     if (this.#channel.send === undefined || this.#channel.connected === false) return true;
-    const answers = await this.#request({ petstore: 'claim', id: this.#nextId, name, max });
+    const { answers } = await this.#request({ petstore: 'claim', id: this.#nextId, name, max });
     // No answer: the primary went away meanwhile; the worker's own count decides.
     return answers.length === 0 ? true : answers[0] === true;
   }
@@ -73,7 +82,7 @@ export class WorkerPeers implements Peers {
 
   close(): void {
     this.#channel.off('message', this.#listener);
-    for (const settle of this.#pending.values()) settle([]);
+    for (const settle of this.#pending.values()) settle({ answers: [], missing: 0 });
   }
 
   /**
@@ -93,7 +102,7 @@ export class WorkerPeers implements Peers {
 
   #receive(m: PrimaryMessage): void {
     if (m.petstore === 'answers') {
-      this.#pending.get(m.id)?.([...m.payloads]);
+      this.#pending.get(m.id)?.({ answers: [...m.payloads], missing: m.missing ?? 0 });
     } else if (m.petstore === 'asked') {
       const fn = this.#answers.get(m.what);
       let payload: unknown;
@@ -101,6 +110,14 @@ export class WorkerPeers implements Peers {
         payload = fn?.(m.payload);
       } catch {
         payload = undefined; // an answer that failed is left out by the asker
+      }
+      if (payload instanceof Promise) {
+        // An answer that takes a while (a reset clearing Redis): sent once it is known.
+        payload.then(
+          (p: unknown) => this.#send({ petstore: 'answer', id: m.id, payload: p }),
+          () => this.#send({ petstore: 'answer', id: m.id, payload: undefined }),
+        );
+        return;
       }
       this.#send({ petstore: 'answer', id: m.id, payload });
     } else if (m.petstore === 'told') {

@@ -7,7 +7,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { batchingSink, jsonLogger, reporter, safeStdoutBytes, wholeLines } from '../core/index.js';
 import type { ClusterOptions, CommandLine } from './contract.js';
-import { ASK_TIMEOUT_MS, isWorkerMessage, type PrimaryMessage, type WorkerMessage } from './protocol.js';
+import { ASK_TIMEOUT_MS, MAX_ASK_TIMEOUT_MS, isWorkerMessage, type PrimaryMessage, type WorkerMessage } from './protocol.js';
 import { GENERATION_ENV, PORT_ENV, SEED_ENV, SLOT_ENV, WORKER_ENV } from './worker.js';
 
 /** A worker that lived this long before dying is restarted after the shortest delay again. */
@@ -34,8 +34,8 @@ interface PendingAsk {
   readonly waiting: Set<number>;
   readonly payloads: unknown[];
   readonly timer: NodeJS.Timeout;
-  /** Called once with the answers that came (all, or those within ASK_TIMEOUT_MS). */
-  readonly done: (payloads: unknown[]) => void;
+  /** Called once with the answers that came (all, or those in time) and how many did not. */
+  readonly done: (payloads: unknown[], missing: number) => void;
 }
 
 /** The last gather of one `what` (a scrape): shared by every worker's gather for its window. */
@@ -132,7 +132,8 @@ export function runPrimary(argv: readonly string[], resolved: ClusterOptions, cl
       if (phase === 'stopping') deliver(worker, { petstore: 'stop' });
     } else if (m.petstore === 'ask') {
       const targets = slots.flatMap((s) => (s.ready && s.worker !== undefined && s.worker !== worker && s.worker.isConnected() ? [s.worker] : []));
-      askWorkers(targets, m.what, m.payload, (payloads) => deliver(worker, { petstore: 'answers', id: m.id, payloads }));
+      const ms = typeof m.timeoutMs === 'number' && m.timeoutMs > 0 ? Math.min(m.timeoutMs, MAX_ASK_TIMEOUT_MS) : ASK_TIMEOUT_MS;
+      askWorkers(targets, m.what, m.payload, (payloads, missing) => deliver(worker, { petstore: 'answers', id: m.id, payloads, missing }), ms);
     } else if (m.petstore === 'gather') {
       gather(worker, m.id, m.what, m.maxAgeMs);
     } else if (m.petstore === 'claim') {
@@ -171,13 +172,13 @@ export function runPrimary(argv: readonly string[], resolved: ClusterOptions, cl
   };
 
   /** Asks `targets` what; done with their answers (none when there is nobody to ask). */
-  const askWorkers = (targets: readonly Worker[], what: string, payload: unknown, done: (payloads: unknown[]) => void): void => {
+  const askWorkers = (targets: readonly Worker[], what: string, payload: unknown, done: PendingAsk['done'], timeoutMs = ASK_TIMEOUT_MS): void => {
     if (targets.length === 0) {
-      done([]);
+      done([], 0);
       return;
     }
     const id = nextAsk++;
-    const timer = setTimeout(() => finishAsk(id), ASK_TIMEOUT_MS);
+    const timer = setTimeout(() => finishAsk(id), timeoutMs);
     asks.set(id, { waiting: new Set(targets.map((w) => w.id)), payloads: [], timer, done });
     for (const t of targets) deliver(t, { petstore: 'asked', id, what, payload });
   };
@@ -187,7 +188,7 @@ export function runPrimary(argv: readonly string[], resolved: ClusterOptions, cl
     if (ask === undefined) return;
     asks.delete(id);
     clearTimeout(ask.timer);
-    ask.done(ask.payloads);
+    ask.done(ask.payloads, ask.waiting.size);
   };
 
   /**

@@ -14,8 +14,11 @@ export type WorkerMessage =
    * `generation`: the reloads (SIGHUPs) the primary had counted when this worker last read it.
    */
   | { readonly petstore: 'ready'; readonly url: string; readonly generation: number }
-  /** Ask every other worker `what`; the primary answers with `answers` (same id). */
-  | { readonly petstore: 'ask'; readonly id: number; readonly what: string; readonly payload: unknown }
+  /**
+   * Ask every other worker `what`; the primary answers with `answers` (same id) once each one
+   * answered or `timeoutMs` (default ASK_TIMEOUT_MS) is up.
+   */
+  | { readonly petstore: 'ask'; readonly id: number; readonly what: string; readonly payload: unknown; readonly timeoutMs?: number }
   /**
    * Every worker's answer to `what`, this one's included, from a gather the primary made no
    * more than maxAgeMs ago, or shares with the asks under way: one gather serves every worker
@@ -36,8 +39,11 @@ export type WorkerMessage =
 /** Primary -> worker. */
 export type PrimaryMessage =
   | { readonly petstore: 'asked'; readonly id: number; readonly what: string; readonly payload: unknown }
-  /** The answers of the other workers that answered within ASK_TIMEOUT_MS (none when alone). */
-  | { readonly petstore: 'answers'; readonly id: number; readonly payloads: readonly unknown[] }
+  /**
+   * The answers of the other workers that answered in time (none when alone), and how many of
+   * those asked did not (a worker that exits meanwhile is not counted: it serves no more).
+   */
+  | { readonly petstore: 'answers'; readonly id: number; readonly payloads: readonly unknown[]; readonly missing?: number }
   | { readonly petstore: 'told'; readonly what: string; readonly payload: unknown }
   /** The ready line is out: the worker's held log lines may follow it. */
   | { readonly petstore: 'release' }
@@ -48,6 +54,8 @@ export type PrimaryMessage =
 
 /** How long the primary waits for the other workers' answers; a worker that is busy starting or stopping is left out. */
 export const ASK_TIMEOUT_MS = 2_000;
+/** The longest wait an ask may name (a reset clearing Redis through every worker). */
+export const MAX_ASK_TIMEOUT_MS = 30_000;
 
 const WORKER_KINDS = new Set(['ready', 'ask', 'gather', 'answer', 'tell', 'claim']);
 const PRIMARY_KINDS = new Set(['asked', 'answers', 'told', 'release', 'reload', 'stop']);

@@ -17,6 +17,7 @@ function workers(n: number): { all: SharedFaults[]; start(): SharedFaults } {
     const peers: Peers = {
       // Delivered a turn later, as over IPC: asks sent at the same moment cross.
       ask: (what, payload) => new Promise((resolve) => setImmediate(() => resolve(others().map((w) => w.answers.get(what)?.(payload))))),
+      askEvery: (what, payload) => new Promise((resolve) => setImmediate(() => resolve({ answers: others().map((w) => w.answers.get(what)?.(payload)), missing: 0 }))),
       gather: () => Promise.resolve([]),
       tell: (what, payload) => { for (const w of others()) w.told.get(what)?.(payload); },
       claim: (name, max) => new Promise((resolve) => setImmediate(() => {

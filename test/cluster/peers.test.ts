@@ -34,3 +34,22 @@ test('a claim sent on a channel with a backlog waits for the primary\'s answer, 
   assert.deepEqual(await Promise.all([first, second]), [true, false]);
   peers.close();
 });
+
+test('askEvery names its wait and learns how many workers did not answer; an answer that is a promise is sent once it settles', async () => {
+  const channel = backloggedChannel();
+  const peers = new WorkerPeers(channel);
+  const asked = peers.askEvery('clock-reset', undefined, 5_000);
+  const sent = channel.sent[0] as Extract<WorkerMessage, { petstore: 'ask' }>;
+  assert.equal(sent.timeoutMs, 5_000);
+  channel.deliver({ petstore: 'answers', id: sent.id, payloads: [true], missing: 1 });
+  assert.deepEqual(await asked, { answers: [true], missing: 1 });
+
+  let finish: (v: unknown) => void = () => undefined;
+  peers.answer('limits-reset', () => new Promise((resolve) => { finish = resolve; }));
+  channel.deliver({ petstore: 'asked', id: 7, what: 'limits-reset', payload: undefined });
+  assert.equal(channel.sent.length, 1, 'not answered before the work is done');
+  finish(true);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(channel.sent[1], { petstore: 'answer', id: 7, payload: true });
+  peers.close();
+});
