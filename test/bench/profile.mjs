@@ -33,6 +33,7 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BENCH_DIR, CONFIG, ROOT, auth, http, jsonHeaders, pinPrefix, sharedBackendArgs, stopSharedBackends } from './lib.mjs';
 import { seedPet } from './peers/common.mjs';
+import { phaseTable, phaseTimes, sampleWeights } from './profile-phases.mjs';
 
 const env = process.env;
 const SECONDS = Math.max(1, Number(env.PROFILE_SECONDS ?? 5));
@@ -127,12 +128,13 @@ function wrk(url, seconds) {
   });
 }
 
-/** The process's CPU time so far (user + system, µs), from /proc; undefined elsewhere. */
+/** The process's CPU time so far (user and system, µs), from /proc; undefined elsewhere. */
 function cpuUs(pid) {
   const file = `/proc/${pid}/stat`;
   if (!existsSync(file)) return undefined;
   const fields = readFileSync(file, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // clock ticks (USER_HZ, 100 on Linux)
+  // clock ticks (USER_HZ, 100 on Linux)
+  return { user: (Number(fields[11]) * 1e6) / 100, system: (Number(fields[12]) * 1e6) / 100 };
 }
 
 async function profileOne(name, scenario, bundle) {
@@ -154,7 +156,8 @@ async function profileOne(name, scenario, bundle) {
   const measured = await wrk(url, SECONDS);
   const cpu1 = cpuUs(server.proc.pid);
   await server.signal('profile written');
-  const report = { ...measured, rate: measured.requests / (measured.duration_us / 1e6), cpu: cpu1 === undefined ? undefined : (cpu1 - cpu0) / measured.requests };
+  const per = (k) => (cpu1[k] - cpu0[k]) / measured.requests;
+  const report = { ...measured, rate: measured.requests / (measured.duration_us / 1e6), cpu: cpu1 === undefined ? undefined : per('user') + per('system'), user: cpu1 && per('user'), system: cpu1 && per('system') };
   const exited = new Promise((resolve) => server.proc.once('exit', resolve));
   server.proc.kill('SIGTERM');
   await exited;
@@ -199,12 +202,10 @@ function category(frame, map, bundleUrl) {
 function selfTimes(profile, map, bundleUrl) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map();
-  const { samples, timeDeltas } = profile;
-  for (let i = 0; i < samples.length; i++) {
-    // A sample's interval is the delta to the next one (DevTools' convention).
-    const dt = i + 1 < timeDeltas.length ? timeDeltas[i + 1] : 0;
-    selfUs.set(samples[i], (selfUs.get(samples[i]) ?? 0) + dt);
-  }
+  const { samples } = profile;
+  // A sample's interval to the next one, without the process's waits for a CPU (profile-phases.mjs).
+  const weights = sampleWeights(profile);
+  for (let i = 0; i < samples.length; i++) selfUs.set(samples[i], (selfUs.get(samples[i]) ?? 0) + weights[i]);
   const cats = new Map();
   const fns = new Map();
   for (const [id, us] of selfUs) {
@@ -237,7 +238,7 @@ function table(scenario, results) {
   lines.push(`### ${scenario}: GET /v1${PATHS[scenario]}`, '');
   lines.push(names.map((n) => {
     const r = results.get(n);
-    return `- ${n}: ${Math.round(r.report.rate).toLocaleString('en-US')} requests/s under the profiler, ${r.report.cpu === undefined ? '?' : r.report.cpu.toFixed(1)} µs of CPU per request (user + system, /proc); profile ${relative(BENCH_DIR, r.file)}`;
+    return `- ${n}: ${Math.round(r.report.rate).toLocaleString('en-US')} requests/s under the profiler, ${r.report.cpu === undefined ? '?' : `${r.report.cpu.toFixed(1)} µs of CPU per request (${r.report.user.toFixed(1)} user + ${r.report.system.toFixed(1)} system, /proc)`}; profile ${relative(BENCH_DIR, r.file)}`;
   }).join('\n'), '');
   lines.push(`| self time | ${head} |`, `|---|${names.map(() => '---:|---:').join('|')}|`);
   const busy = (r) => [...r.self.cats].reduce((s, [c, us]) => (c === 'idle' ? s : s + us), 0);
@@ -266,6 +267,7 @@ function table(scenario, results) {
 mkdirSync(OUT, { recursive: true });
 const bundle = SERVERS.includes('petstore') || SERVERS.includes('shared') ? await buildBundle() : undefined;
 const bundleUrl = bundle === undefined ? undefined : pathToFileURL(bundle.script).href;
+const counts = {};
 const out = [`Profiles: ${SECONDS} s after ${WARMUP} s of warm-up, ${CONNECTIONS} connections, node ${process.version}; server on CPU 0, wrk on CPU 1.`, ''];
 for (const scenario of SCENARIOS) {
   const results = new Map();
@@ -273,11 +275,15 @@ for (const scenario of SCENARIOS) {
     process.stderr.write(`profiling ${name} on ${scenario}...\n`);
     const run = await profileOne(name, scenario, bundle);
     run.self = selfTimes(run.profile, bundle?.map, bundleUrl);
+    run.phases = phaseTimes(run.profile, bundle?.map, bundleUrl);
+    counts[`${scenario}-${name}`] = run.report.requests;
     delete run.profile;
     results.set(name, run);
   }
   out.push(table(scenario, results));
+  out.push(phaseTable(`${scenario}: GET /v1${PATHS[scenario]}`, new Map([...results].map(([n, r]) => [n, { times: r.phases, requests: r.report.requests }]))), '');
 }
+writeFileSync(join(OUT, 'requests.json'), JSON.stringify(counts));
 const text = out.join('\n');
 process.stdout.write(`${text}\n`);
 writeFileSync(join(BENCH_DIR, 'results', 'profile.md'), `${text}\n`);
