@@ -256,6 +256,40 @@ export function phaseTable(title, results) {
   return lines.join('\n');
 }
 
+/**
+ * Over several runs (PROFILE_RUNS): per phase, the median share of the busy time and its range
+ * for each server, and the median µs per request. Shares hold up on a loaded machine; µs per
+ * request move with its speed from one profile to the next, both servers' alike only when
+ * they ran at the same speed. `runs` maps a server name to [{ times, requests }, ...].
+ */
+export function phaseSummary(title, runs) {
+  const names = [...runs.keys()];
+  const median = (values) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  };
+  const busy = (r) => [...r.times].reduce((s, [p, us]) => (p === 'idle' ? s : s + us), 0);
+  const ours = (p) => /^(in|phase|errors|ceiling)|^out: (send|head|after|journal|metrics|access)/.test(p);
+  const seen = new Set(names.flatMap((n) => runs.get(n).flatMap((r) => [...r.times.keys()])));
+  const phases = [...ORDER.filter((p) => seen.has(p)), ...[...seen].filter((p) => !ORDER.includes(p) && p !== 'idle'), '**our code, all**', '**busy, all**'];
+  const value = (r, p) => (p === '**busy, all**' ? busy(r) : p === '**our code, all**' ? [...r.times].filter(([q]) => ours(q)).reduce((s, [, us]) => s + us, 0) : r.times.get(p) ?? 0);
+  const count = runs.get(names[0]).length;
+  const lines = [`#### ${title}: by phase, ${count} runs`, ''];
+  lines.push(`| phase | ${names.map((n) => `${n} % of busy, median (range) | ${n} µs/req, median`).join(' | ')} |`);
+  lines.push(`|---|${names.map(() => '---:|---:').join('|')}|`);
+  for (const p of phases) {
+    const cells = names.map((n) => {
+      const shares = runs.get(n).map((r) => (100 * value(r, p)) / busy(r));
+      const us = runs.get(n).map((r) => value(r, p) / r.requests);
+      return `${median(shares).toFixed(1)}% (${Math.min(...shares).toFixed(1)}-${Math.max(...shares).toFixed(1)}) | ${median(us).toFixed(2)}`;
+    });
+    lines.push(`| ${p} | ${cells.join(' | ')} |`);
+  }
+  lines.push('', `Busy µs per request, run by run: ${names.map((n) => `${n} ${runs.get(n).map((r) => (busy(r) / r.requests).toFixed(1)).join(', ')}`).join('; ')}.`);
+  return lines.join('\n');
+}
+
 // Run on kept profiles: node profile-phases.mjs [DIR]
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const dir = process.argv[2] ?? join(import.meta.dirname ?? '.', 'results', 'profile');
@@ -267,15 +301,25 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const out = [];
   for (const scenario of ['list', 'get', 'create']) {
     const results = new Map();
+    const runs = new Map();
     for (const name of ['petstore', 'shared', 'ceiling']) {
-      const file = join(dir, `${scenario}-${name}.cpuprofile`);
-      if (!existsSync(file)) continue;
-      const profile = JSON.parse(readFileSync(file, 'utf8'));
-      // The requests each profile covers, as profile.mjs recorded them.
-      const requests = counts[`${scenario}-${name}`] ?? 1;
-      results.set(name, { times: phaseTimes(profile, map, bundleUrl), requests });
+      // One profile per run: SCENARIO-NAME.cpuprofile, or SCENARIO-NAME-runN.cpuprofile with PROFILE_RUNS.
+      for (const tag of ['', ...Array.from({ length: 20 }, (_, i) => `-run${i + 1}`)]) {
+        const file = join(dir, `${scenario}-${name}${tag}.cpuprofile`);
+        if (!existsSync(file)) continue;
+        const profile = JSON.parse(readFileSync(file, 'utf8'));
+        // The requests each profile covers, as profile.mjs recorded them.
+        const requests = counts[`${scenario}-${name}${tag}`] ?? 1;
+        // (The bundle as the profile names it: it may have been moved here since.)
+        const url = profile.nodes.find((n) => n.callFrame.url.endsWith('/petstore.js'))?.callFrame.url ?? bundleUrl;
+        const run = { times: phaseTimes(profile, map, url), requests };
+        if (!runs.has(name)) runs.set(name, []);
+        runs.get(name).push(run);
+        results.set(name, run);
+      }
     }
-    if (results.size > 0) out.push(phaseTable(scenario, results), '');
+    if ([...runs.values()].some((r) => r.length > 1)) out.push(phaseSummary(scenario, runs), '');
+    else if (results.size > 0) out.push(phaseTable(scenario, results), '');
   }
   process.stdout.write(`${out.join('\n')}\n`);
 }

@@ -33,13 +33,14 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BENCH_DIR, CONFIG, ROOT, auth, http, jsonHeaders, pinPrefix, sharedBackendArgs, stopSharedBackends } from './lib.mjs';
 import { seedPet } from './peers/common.mjs';
-import { phaseTable, phaseTimes, sampleWeights } from './profile-phases.mjs';
+import { phaseSummary, phaseTable, phaseTimes, sampleWeights } from './profile-phases.mjs';
 
 const env = process.env;
 const SECONDS = Math.max(1, Number(env.PROFILE_SECONDS ?? 5));
 const WARMUP = Math.max(0, Number(env.PROFILE_WARMUP ?? 2));
 const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 64);
 const TOP = Number(env.PROFILE_TOP ?? 12);
+const RUNS = Math.max(1, Number(env.PROFILE_RUNS ?? 1));
 const list = (value, all) => (value ? value.split(',').map((s) => s.trim()).filter(Boolean) : all);
 const SCENARIOS = list(env.PROFILE_SCENARIOS, ['list', 'get']);
 const SERVERS = list(env.PROFILE_SERVERS, ['petstore', 'ceiling']);
@@ -137,8 +138,8 @@ function cpuUs(pid) {
   return { user: (Number(fields[11]) * 1e6) / 100, system: (Number(fields[12]) * 1e6) / 100 };
 }
 
-async function profileOne(name, scenario, bundle) {
-  const kept = join(OUT, `${scenario}-${name}.cpuprofile`);
+async function profileOne(name, scenario, bundle, tag) {
+  const kept = join(OUT, `${scenario}-${name}${tag}.cpuprofile`);
   rmSync(kept, { force: true });
   const server = await start(name, bundle?.script, kept);
   if (name === 'petstore' || (name === 'shared' && (await http(`${server.url}/pets/200`, { headers: auth() })).status !== 200)) {
@@ -269,19 +270,29 @@ const bundle = SERVERS.includes('petstore') || SERVERS.includes('shared') ? awai
 const bundleUrl = bundle === undefined ? undefined : pathToFileURL(bundle.script).href;
 const counts = {};
 const out = [`Profiles: ${SECONDS} s after ${WARMUP} s of warm-up, ${CONNECTIONS} connections, node ${process.version}; server on CPU 0, wrk on CPU 1.`, ''];
-for (const scenario of SCENARIOS) {
-  const results = new Map();
-  for (const name of SERVERS) {
-    process.stderr.write(`profiling ${name} on ${scenario}...\n`);
-    const run = await profileOne(name, scenario, bundle);
-    run.self = selfTimes(run.profile, bundle?.map, bundleUrl);
-    run.phases = phaseTimes(run.profile, bundle?.map, bundleUrl);
-    counts[`${scenario}-${name}`] = run.report.requests;
-    delete run.profile;
-    results.set(name, run);
+const summaries = new Map(SCENARIOS.map((s) => [s, new Map(SERVERS.map((n) => [n, []]))]));
+for (let r = 1; r <= RUNS; r++) {
+  const tag = RUNS > 1 ? `-run${r}` : '';
+  if (RUNS > 1) out.push(`## Run ${r} of ${RUNS}`, '');
+  for (const scenario of SCENARIOS) {
+    const results = new Map();
+    for (const name of SERVERS) {
+      process.stderr.write(`profiling ${name} on ${scenario}${RUNS > 1 ? `, run ${r}` : ''}...\n`);
+      const run = await profileOne(name, scenario, bundle, tag);
+      run.self = selfTimes(run.profile, bundle?.map, bundleUrl);
+      run.phases = phaseTimes(run.profile, bundle?.map, bundleUrl);
+      counts[`${scenario}-${name}${tag}`] = run.report.requests;
+      delete run.profile;
+      results.set(name, run);
+      summaries.get(scenario).get(name).push({ times: run.phases, requests: run.report.requests });
+    }
+    out.push(table(scenario, results));
+    out.push(phaseTable(`${scenario}: GET /v1${PATHS[scenario]}`, new Map([...results].map(([n, x]) => [n, { times: x.phases, requests: x.report.requests }]))), '');
   }
-  out.push(table(scenario, results));
-  out.push(phaseTable(`${scenario}: GET /v1${PATHS[scenario]}`, new Map([...results].map(([n, r]) => [n, { times: r.phases, requests: r.report.requests }]))), '');
+}
+if (RUNS > 1) {
+  out.push(`## Over the ${RUNS} runs`, '');
+  for (const scenario of SCENARIOS) out.push(phaseSummary(`${scenario}: GET /v1${PATHS[scenario]}`, summaries.get(scenario)), '');
 }
 writeFileSync(join(OUT, 'requests.json'), JSON.stringify(counts));
 const text = out.join('\n');
