@@ -157,7 +157,7 @@ try {
     `# petstore against its ceiling, ${started.toISOString()}`,
     '',
     `petstore: commit ${rev}${before ? `; before: ${env.BENCH_BEFORE_REV ? `${env.BENCH_BEFORE_REV} (built)` : before}` : ''}; node ${process.version}; ` +
-      `${RUNS} runs of run.mjs, each ${ROUNDS} interleaved rounds of ${env.BENCH_SECONDS ?? 5} s after ${env.BENCH_WARMUP ?? 2} s of warm-up, ` +
+      `${RUNS} run${RUNS === 1 ? '' : 's'} of run.mjs, each ${ROUNDS} interleaved rounds of ${env.BENCH_SECONDS ?? 5} s after ${env.BENCH_WARMUP ?? 2} s of warm-up, ` +
       `${env.BENCH_CONNECTIONS ?? 64} connections (create: 64), server on CPU 0, wrk on CPU 1; load average ${loadavg()[0].toFixed(2)} at the end. ` +
       'Ratios of the medians of the rounds, the paired ratio (median of the rounds\' own ratios) in brackets.',
     '',
