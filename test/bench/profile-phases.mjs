@@ -54,6 +54,8 @@ const OURS = new Map([
   ['http/outbound.ts:metricsStep', 'out: metrics'],
   ['http/outbound.ts:logStep', 'out: access log'],
   ['server/node-server.ts:writeHeadClosing', 'out: writeHead (node)'],
+  // The access log's lines are written once a turn, as one batch (log.ts), after the answers.
+  ['core/log.ts:flush', 'out: access log, the batch write'],
 ]);
 // node's functions that a phase calls to answer (only when under a request's listener).
 const NODE = new Map([
@@ -86,7 +88,7 @@ export const ORDER = [
   'out: head assembly (headerList)',
   'out: writeHead (node)',
   'out: end (node: body, queue the write)',
-  'out: after steps (done)', 'out: journal record', 'out: metrics', 'out: access log',
+  'out: after steps (done)', 'out: journal record', 'out: metrics', 'out: access log', 'out: access log, the batch write',
   'node: socket write (uncork, writev)',
   'node: response finished (resOnFinish)',
   'node: events, timers, ticks',
@@ -302,7 +304,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   for (const scenario of ['list', 'get', 'create']) {
     const results = new Map();
     const runs = new Map();
-    for (const name of ['petstore', 'shared', 'ceiling']) {
+    for (const name of ['petstore', 'petstore+all', 'shared', 'ceiling']) {
       // One profile per run: SCENARIO-NAME.cpuprofile, or SCENARIO-NAME-runN.cpuprofile with PROFILE_RUNS.
       for (const tag of ['', ...Array.from({ length: 20 }, (_, i) => `-run${i + 1}`)]) {
         const file = join(dir, `${scenario}-${name}${tag}.cpuprofile`);

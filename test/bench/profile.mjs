@@ -19,6 +19,7 @@
 //   cd test/bench && node profile.mjs                       # list and get, 5 s each after 2 s warm-up
 //   PROFILE_SCENARIOS=list PROFILE_SECONDS=8 PROFILE_SERVERS=petstore node profile.mjs
 //   PROFILE_SERVERS=petstore,shared node profile.mjs          # shared: PostgreSQL store, Redis limits
+//   PROFILE_SERVERS=petstore,petstore+all,ceiling node profile.mjs   # +all: access log, metrics, journal on
 //
 // Settings: PROFILE_SCENARIOS (list,get), PROFILE_SERVERS (petstore,ceiling), PROFILE_SECONDS
 // (5: the profile covers this measured load only, through profile-hook.mjs), PROFILE_WARMUP (2),
@@ -79,11 +80,24 @@ function storeArgs(name) {
   return name === 'shared' ? sharedBackendArgs() : ['--memory'];
 }
 
+/**
+ * `petstore+all`: the bench config with every feature that adds a step after the answer on:
+ * the access log (info, on stdout, which is drained), metrics, and the admin endpoints with
+ * their request journal.
+ */
+function allConfig() {
+  const file = join(OUT, 'all.config.json');
+  const config = JSON.parse(readFileSync(CONFIG, 'utf8'));
+  writeFileSync(file, JSON.stringify({ ...config, metrics: true, admin: { key: 'profile-admin-key-0123456789' } }));
+  return file;
+}
+
 async function start(name, script, file) {
-  const ours = name === 'petstore' || name === 'shared';
+  const ours = name === 'petstore' || name === 'shared' || name === 'petstore+all';
   const target = ours ? script : join(BENCH_DIR, 'peers', 'ceiling.mjs');
-  const extra = ours ? ['--log-level', 'warn'] : [];
-  const argv = [...pinPrefix(0), process.execPath, '--import', pathToFileURL(join(BENCH_DIR, 'profile-hook.mjs')).href, target, '--config', CONFIG, ...(await storeArgs(name)), '--port', '0', ...extra];
+  const extra = ours ? ['--log-level', name === 'petstore+all' ? 'info' : 'warn'] : [];
+  const config = name === 'petstore+all' ? allConfig() : CONFIG;
+  const argv = [...pinPrefix(0), process.execPath, '--import', pathToFileURL(join(BENCH_DIR, 'profile-hook.mjs')).href, target, '--config', config, ...(await storeArgs(name)), '--port', '0', ...extra];
   const proc = spawn(argv[0], argv.slice(1), { cwd: BENCH_DIR, stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, PROFILE_OUT: file } });
   let err = '';
   proc.stderr.on('data', (chunk) => {
@@ -142,7 +156,7 @@ async function profileOne(name, scenario, bundle, tag) {
   const kept = join(OUT, `${scenario}-${name}${tag}.cpuprofile`);
   rmSync(kept, { force: true });
   const server = await start(name, bundle?.script, kept);
-  if (name === 'petstore' || (name === 'shared' && (await http(`${server.url}/pets/200`, { headers: auth() })).status !== 200)) {
+  if (name === 'petstore' || name === 'petstore+all' || (name === 'shared' && (await http(`${server.url}/pets/200`, { headers: auth() })).status !== 200)) {
     for (let i = 1; i <= 200; i++) {
       const r = await http(`${server.url}/pets`, { method: 'POST', headers: jsonHeaders(), body: JSON.stringify(seedPet(i)) });
       if (r.status !== 201) throw new Error(`seeding: ${r.status}`);
@@ -266,7 +280,7 @@ function table(scenario, results) {
 }
 
 mkdirSync(OUT, { recursive: true });
-const bundle = SERVERS.includes('petstore') || SERVERS.includes('shared') ? await buildBundle() : undefined;
+const bundle = SERVERS.some((n) => n !== 'ceiling') ? await buildBundle() : undefined;
 const bundleUrl = bundle === undefined ? undefined : pathToFileURL(bundle.script).href;
 const counts = {};
 const out = [`Profiles: ${SECONDS} s after ${WARMUP} s of warm-up, ${CONNECTIONS} connections, node ${process.version}; server on CPU 0, wrk on CPU 1.`, ''];
