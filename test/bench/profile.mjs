@@ -19,6 +19,7 @@
 //   cd test/bench && node profile.mjs                       # list and get, 5 s each after 2 s warm-up
 //   PROFILE_SCENARIOS=list PROFILE_SECONDS=8 PROFILE_SERVERS=petstore node profile.mjs
 //   PROFILE_SERVERS=petstore,shared node profile.mjs          # shared: PostgreSQL store, Redis limits
+//   PROFILE_SERVERS=petstore,petstore+all,ceiling node profile.mjs   # +all: access log, metrics, journal on
 //
 // Settings: PROFILE_SCENARIOS (list,get), PROFILE_SERVERS (petstore,ceiling), PROFILE_SECONDS
 // (5: the profile covers this measured load only, through profile-hook.mjs), PROFILE_WARMUP (2),
@@ -33,12 +34,14 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BENCH_DIR, CONFIG, ROOT, auth, http, jsonHeaders, pinPrefix, sharedBackendArgs, stopSharedBackends } from './lib.mjs';
 import { seedPet } from './peers/common.mjs';
+import { phaseSummary, phaseTable, phaseTimes, sampleWeights } from './profile-phases.mjs';
 
 const env = process.env;
 const SECONDS = Math.max(1, Number(env.PROFILE_SECONDS ?? 5));
 const WARMUP = Math.max(0, Number(env.PROFILE_WARMUP ?? 2));
 const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 64);
 const TOP = Number(env.PROFILE_TOP ?? 12);
+const RUNS = Math.max(1, Number(env.PROFILE_RUNS ?? 1));
 const list = (value, all) => (value ? value.split(',').map((s) => s.trim()).filter(Boolean) : all);
 const SCENARIOS = list(env.PROFILE_SCENARIOS, ['list', 'get']);
 const SERVERS = list(env.PROFILE_SERVERS, ['petstore', 'ceiling']);
@@ -77,11 +80,24 @@ function storeArgs(name) {
   return name === 'shared' ? sharedBackendArgs() : ['--memory'];
 }
 
+/**
+ * `petstore+all`: the bench config with every feature that adds a step after the answer on:
+ * the access log (info, on stdout, which is drained), metrics, and the admin endpoints with
+ * their request journal.
+ */
+function allConfig() {
+  const file = join(OUT, 'all.config.json');
+  const config = JSON.parse(readFileSync(CONFIG, 'utf8'));
+  writeFileSync(file, JSON.stringify({ ...config, metrics: true, admin: { key: 'profile-admin-key-0123456789' } }));
+  return file;
+}
+
 async function start(name, script, file) {
-  const ours = name === 'petstore' || name === 'shared';
+  const ours = name === 'petstore' || name === 'shared' || name === 'petstore+all';
   const target = ours ? script : join(BENCH_DIR, 'peers', 'ceiling.mjs');
-  const extra = ours ? ['--log-level', 'warn'] : [];
-  const argv = [...pinPrefix(0), process.execPath, '--import', pathToFileURL(join(BENCH_DIR, 'profile-hook.mjs')).href, target, '--config', CONFIG, ...(await storeArgs(name)), '--port', '0', ...extra];
+  const extra = ours ? ['--log-level', name === 'petstore+all' ? 'info' : 'warn'] : [];
+  const config = name === 'petstore+all' ? allConfig() : CONFIG;
+  const argv = [...pinPrefix(0), process.execPath, '--import', pathToFileURL(join(BENCH_DIR, 'profile-hook.mjs')).href, target, '--config', config, ...(await storeArgs(name)), '--port', '0', ...extra];
   const proc = spawn(argv[0], argv.slice(1), { cwd: BENCH_DIR, stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, PROFILE_OUT: file } });
   let err = '';
   proc.stderr.on('data', (chunk) => {
@@ -127,19 +143,20 @@ function wrk(url, seconds) {
   });
 }
 
-/** The process's CPU time so far (user + system, µs), from /proc; undefined elsewhere. */
+/** The process's CPU time so far (user and system, µs), from /proc; undefined elsewhere. */
 function cpuUs(pid) {
   const file = `/proc/${pid}/stat`;
   if (!existsSync(file)) return undefined;
   const fields = readFileSync(file, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // clock ticks (USER_HZ, 100 on Linux)
+  // clock ticks (USER_HZ, 100 on Linux)
+  return { user: (Number(fields[11]) * 1e6) / 100, system: (Number(fields[12]) * 1e6) / 100 };
 }
 
-async function profileOne(name, scenario, bundle) {
-  const kept = join(OUT, `${scenario}-${name}.cpuprofile`);
+async function profileOne(name, scenario, bundle, tag) {
+  const kept = join(OUT, `${scenario}-${name}${tag}.cpuprofile`);
   rmSync(kept, { force: true });
   const server = await start(name, bundle?.script, kept);
-  if (name === 'petstore' || (name === 'shared' && (await http(`${server.url}/pets/200`, { headers: auth() })).status !== 200)) {
+  if (name === 'petstore' || name === 'petstore+all' || (name === 'shared' && (await http(`${server.url}/pets/200`, { headers: auth() })).status !== 200)) {
     for (let i = 1; i <= 200; i++) {
       const r = await http(`${server.url}/pets`, { method: 'POST', headers: jsonHeaders(), body: JSON.stringify(seedPet(i)) });
       if (r.status !== 201) throw new Error(`seeding: ${r.status}`);
@@ -154,7 +171,8 @@ async function profileOne(name, scenario, bundle) {
   const measured = await wrk(url, SECONDS);
   const cpu1 = cpuUs(server.proc.pid);
   await server.signal('profile written');
-  const report = { ...measured, rate: measured.requests / (measured.duration_us / 1e6), cpu: cpu1 === undefined ? undefined : (cpu1 - cpu0) / measured.requests };
+  const per = (k) => (cpu1[k] - cpu0[k]) / measured.requests;
+  const report = { ...measured, rate: measured.requests / (measured.duration_us / 1e6), cpu: cpu1 === undefined ? undefined : per('user') + per('system'), user: cpu1 && per('user'), system: cpu1 && per('system') };
   const exited = new Promise((resolve) => server.proc.once('exit', resolve));
   server.proc.kill('SIGTERM');
   await exited;
@@ -199,12 +217,10 @@ function category(frame, map, bundleUrl) {
 function selfTimes(profile, map, bundleUrl) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map();
-  const { samples, timeDeltas } = profile;
-  for (let i = 0; i < samples.length; i++) {
-    // A sample's interval is the delta to the next one (DevTools' convention).
-    const dt = i + 1 < timeDeltas.length ? timeDeltas[i + 1] : 0;
-    selfUs.set(samples[i], (selfUs.get(samples[i]) ?? 0) + dt);
-  }
+  const { samples } = profile;
+  // A sample's interval to the next one, without the process's waits for a CPU (profile-phases.mjs).
+  const weights = sampleWeights(profile);
+  for (let i = 0; i < samples.length; i++) selfUs.set(samples[i], (selfUs.get(samples[i]) ?? 0) + weights[i]);
   const cats = new Map();
   const fns = new Map();
   for (const [id, us] of selfUs) {
@@ -237,7 +253,7 @@ function table(scenario, results) {
   lines.push(`### ${scenario}: GET /v1${PATHS[scenario]}`, '');
   lines.push(names.map((n) => {
     const r = results.get(n);
-    return `- ${n}: ${Math.round(r.report.rate).toLocaleString('en-US')} requests/s under the profiler, ${r.report.cpu === undefined ? '?' : r.report.cpu.toFixed(1)} µs of CPU per request (user + system, /proc); profile ${relative(BENCH_DIR, r.file)}`;
+    return `- ${n}: ${Math.round(r.report.rate).toLocaleString('en-US')} requests/s under the profiler, ${r.report.cpu === undefined ? '?' : `${r.report.cpu.toFixed(1)} µs of CPU per request (${r.report.user.toFixed(1)} user + ${r.report.system.toFixed(1)} system, /proc)`}; profile ${relative(BENCH_DIR, r.file)}`;
   }).join('\n'), '');
   lines.push(`| self time | ${head} |`, `|---|${names.map(() => '---:|---:').join('|')}|`);
   const busy = (r) => [...r.self.cats].reduce((s, [c, us]) => (c === 'idle' ? s : s + us), 0);
@@ -264,20 +280,35 @@ function table(scenario, results) {
 }
 
 mkdirSync(OUT, { recursive: true });
-const bundle = SERVERS.includes('petstore') || SERVERS.includes('shared') ? await buildBundle() : undefined;
+const bundle = SERVERS.some((n) => n !== 'ceiling') ? await buildBundle() : undefined;
 const bundleUrl = bundle === undefined ? undefined : pathToFileURL(bundle.script).href;
+const counts = {};
 const out = [`Profiles: ${SECONDS} s after ${WARMUP} s of warm-up, ${CONNECTIONS} connections, node ${process.version}; server on CPU 0, wrk on CPU 1.`, ''];
-for (const scenario of SCENARIOS) {
-  const results = new Map();
-  for (const name of SERVERS) {
-    process.stderr.write(`profiling ${name} on ${scenario}...\n`);
-    const run = await profileOne(name, scenario, bundle);
-    run.self = selfTimes(run.profile, bundle?.map, bundleUrl);
-    delete run.profile;
-    results.set(name, run);
+const summaries = new Map(SCENARIOS.map((s) => [s, new Map(SERVERS.map((n) => [n, []]))]));
+for (let r = 1; r <= RUNS; r++) {
+  const tag = RUNS > 1 ? `-run${r}` : '';
+  if (RUNS > 1) out.push(`## Run ${r} of ${RUNS}`, '');
+  for (const scenario of SCENARIOS) {
+    const results = new Map();
+    for (const name of SERVERS) {
+      process.stderr.write(`profiling ${name} on ${scenario}${RUNS > 1 ? `, run ${r}` : ''}...\n`);
+      const run = await profileOne(name, scenario, bundle, tag);
+      run.self = selfTimes(run.profile, bundle?.map, bundleUrl);
+      run.phases = phaseTimes(run.profile, bundle?.map, bundleUrl);
+      counts[`${scenario}-${name}${tag}`] = run.report.requests;
+      delete run.profile;
+      results.set(name, run);
+      summaries.get(scenario).get(name).push({ times: run.phases, requests: run.report.requests });
+    }
+    out.push(table(scenario, results));
+    out.push(phaseTable(`${scenario}: GET /v1${PATHS[scenario]}`, new Map([...results].map(([n, x]) => [n, { times: x.phases, requests: x.report.requests }]))), '');
   }
-  out.push(table(scenario, results));
 }
+if (RUNS > 1) {
+  out.push(`## Over the ${RUNS} runs`, '');
+  for (const scenario of SCENARIOS) out.push(phaseSummary(`${scenario}: GET /v1${PATHS[scenario]}`, summaries.get(scenario)), '');
+}
+writeFileSync(join(OUT, 'requests.json'), JSON.stringify(counts));
 const text = out.join('\n');
 process.stdout.write(`${text}\n`);
 writeFileSync(join(BENCH_DIR, 'results', 'profile.md'), `${text}\n`);

@@ -106,6 +106,14 @@ if (BEFORE) {
     MODES.push(['shared x2, CPUs 0-1@before', '0,1', ['--store', pg.url, '--limits', redis.url, '--workers', '2'], {}, BEFORE]);
   }
 }
+// Selected by name only (BENCH_MODES): the shared mode with named prepared statements
+// (`prepare=true` in the store URL), beside the default, which prepares none so that it works
+// behind a pooler in transaction mode: what preparing saves, measured in the same run.
+if (process.env.BENCH_MODES) {
+  const prepared = new URL(pg.url);
+  prepared.searchParams.set('prepare', 'true');
+  MODES.push(['shared, prepare=true', '0', ['--store', prepared.href, '--limits', redis.url]]);
+}
 /** The CPUs PostgreSQL and Redis run on in a mode: wrk's in the modes that say so, else both. */
 const backendCpus = (mode) => (mode.endsWith('(backends on CPU 1)') ? '1' : '0,1');
 const ALL_OPS = [['list', 'wrk/get.lua', '/pets?limit=20'], ['get', 'wrk/get.lua', '/pets/100'], ['create', 'wrk/post.lua', '/pets']];
@@ -246,6 +254,14 @@ if (ROUNDS > 1) {
   for (const [op] of OPS) {
     console.log(`| ${op} | ${paired('shared', 'file', op)} | ${paired('shared (backends on CPU 1)', 'file', op)} | ${paired('shared x2', 'shared', op)} | ` +
       `${paired('shared x2, CPUs 0-1', 'shared, CPUs 0-1', op)} | ${paired('shared', 'fastify stack', op)} |`);
+  }
+}
+if (has('shared, prepare=true')) {
+  console.log('\nThe store URL with prepare=true (named prepared statements) against the default (none), same run:');
+  console.log('| operation | shared | shared, prepare=true | default / prepare=true | paired | prepare=true / file, paired |');
+  console.log('|---|---:|---:|---:|---:|---:|');
+  for (const [op] of OPS) {
+    console.log(`| ${op} | ${rpsOf('shared', op)} | ${rpsOf('shared, prepare=true', op)} | ${ratio('shared', 'shared, prepare=true', op)} | ${paired('shared', 'shared, prepare=true', op)} | ${paired('shared, prepare=true', 'file', op)} |`);
   }
 }
 console.log('\nPer request, and the group commit (creates per batch statement, batches and commits per second, statements waiting for the id lock on average):');
