@@ -53,6 +53,7 @@ const FIRST = [
   'bundle/keys.test.js',
   'bundle/keys-lock.test.js',
   'bundle/postgres.test.js',
+  'bundle/reset-workers.test.js',
   'bundle/crash-loop.test.js',
   'bundle/redis-limits.test.js',
   'bundle/pipeline-backpressure.test.js',
