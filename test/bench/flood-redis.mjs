@@ -1,10 +1,14 @@
 // A pipelining flood with the limits in Redis: does another client still get its answers, and
 // how much memory does the server take? The flood is the overload check's keyless client:
 // 100 connections, each keeping 1,000 pipelined `GET /v1/pets` without a key in flight (one
-// more sent for every answer read; a connection the server closes is opened again). Beside it a victim sends `GET /v1/pets?limit=1` with its
+// more sent for every answer read; a connection the server closes is opened again, unless
+// BENCH_RECONNECT=0). Beside it a victim sends `GET /v1/pets?limit=1` with its
 // own key, one request at a time (the next once the last is answered), and its latencies are
 // recorded. Printed per run: the victim's answers, median and p99 latency; the server's peak
-// RSS (VmHWM from /proc); what the flood got (answers per status, 5xx counted apart).
+// RSS (VmHWM from /proc) and what it holds live at the end of the window (heap and external
+// memory after forced full collections, test/support/heap-probe.ts, which depends on when V8
+// collects no more than the work done does); what the flood got (answers per status, 5xx
+// counted apart).
 //
 // The server runs on CPU 0 (taskset -c 0), the flood (a child process) and this harness with
 // the victim on CPU 1; redis-server is not pinned. One Redis for every run, emptied (FLUSHALL)
@@ -22,14 +26,19 @@
 //   BENCH_WARMUP=2          seconds of flood before the victim starts
 //   BENCH_CONNECTIONS=100   flood connections
 //   BENCH_DEPTH=1000        pipelined requests in flight per flood connection
+//   BENCH_RECONNECT=0       a flood connection the server closes stays closed (default: opened again)
+//   BENCH_KEEPALIVE=0       the victim opens a new connection for each request (default: keeps one)
 //   BENCH_LIMITS=memory     limits in process instead of Redis (the same flood, for comparison)
 //   BENCH_NODE_FLAGS='...'  node flags for the servers (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof)
+//   BENCH_LOG=info          the servers' log level (default warn), their stdout kept in
+//                           $TMPDIR/flood-redis-PID.log
 // Every wait is bounded: a victim request gives up after 10 s, a server that does not start in
 // 15 s or stop in 5 s is killed.
 import { spawn } from 'node:child_process';
-import { readFileSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { createWriteStream, readFileSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
+import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { median, pinPrefix, pinSelf, ROOT } from './lib.mjs';
 
@@ -38,6 +47,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
 const DEPTH = Number(process.env.BENCH_DEPTH ?? 1000);
+const RECONNECT = process.env.BENCH_RECONNECT === '0' ? 0 : 1;
+const KEEP_ALIVE = process.env.BENCH_KEEPALIVE !== '0';
 const IN_REDIS = process.env.BENCH_LIMITS !== 'memory';
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const VICTIM_KEY = 'victim-key-0123';
@@ -64,8 +75,10 @@ if (IN_REDIS) {
 // The server.
 
 function startServer(bundle) {
-  const args = [bundle, '--config', configFile, '--memory', '--port', '0', '--log-level', 'warn', ...(IN_REDIS ? ['--limits', redis.url] : [])];
-  const argv = [...pinPrefix(0), process.execPath, ...NODE_FLAGS, ...args];
+  const args = [bundle, '--config', configFile, '--memory', '--port', '0', '--log-level', process.env.BENCH_LOG ?? 'warn', ...(IN_REDIS ? ['--limits', redis.url] : [])];
+  // The heap probe (test/support/heap-probe.ts): on SIGUSR2, the heap left after full collections.
+  const probe = ['--import', pathToFileURL(join(ROOT, 'build', 'test', 'support', 'heap-probe.js')).href];
+  const argv = [...pinPrefix(0), process.execPath, ...probe, ...NODE_FLAGS, ...args];
   const proc = spawn(argv[0], argv.slice(1), { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr = (stderr + d).slice(-4000); });
@@ -80,7 +93,8 @@ function startServer(bundle) {
       if (m === null) return;
       clearTimeout(timer);
       proc.stdout.removeAllListeners('data');
-      proc.stdout.resume();
+      if (process.env.BENCH_LOG) proc.stdout.pipe(createWriteStream(join(tmpdir(), `flood-redis-${proc.pid}.log`)));
+      else proc.stdout.resume();
       resolve({
         url: m[0], proc, stderr: () => stderr,
         async stop() {
@@ -93,6 +107,21 @@ function startServer(bundle) {
       });
     });
   });
+}
+
+/** What the server holds live (MiB, heap and external after forced full collections), or NaN. */
+async function liveMiB(srv) {
+  const seen = srv.stderr().split('heap-probe ').length;
+  srv.proc.kill('SIGUSR2');
+  for (let i = 0; i < 200; i++) {
+    const parts = srv.stderr().split('heap-probe ');
+    if (parts.length > seen) {
+      const m = JSON.parse(parts[parts.length - 1].split('\n')[0]);
+      return (m.heapUsed + m.external) / 1048576;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return NaN;
 }
 
 /** VmHWM (peak RSS) and VmRSS of a process, in MiB. */
@@ -108,7 +137,7 @@ function memory(pid) {
 
 const FLOOD_SOURCE = `
 const net = require('node:net');
-const [port, connections, depth] = process.argv.slice(1).map(Number);
+const [port, connections, depth, reconnect] = process.argv.slice(1).map(Number);
 const request = 'GET /v1/pets HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n';
 const counts = { answers: 0, statuses: {}, errors: 0, closed: 0 };
 const sockets = new Set();
@@ -122,7 +151,7 @@ const open = () => {
     sockets.delete(s);
     if (stopping) return;
     counts.closed++;
-    setTimeout(open, 10);
+    if (reconnect) setTimeout(open, 10);
   });
   let tail = '';
   s.on('connect', () => s.write(request.repeat(depth)));
@@ -153,7 +182,7 @@ process.on('message', (m) => {
 `;
 
 function startFlood(port) {
-  const argv = [...pinPrefix(1), process.execPath, '-e', FLOOD_SOURCE, String(port), String(CONNECTIONS), String(DEPTH)];
+  const argv = [...pinPrefix(1), process.execPath, '-e', FLOOD_SOURCE, String(port), String(CONNECTIONS), String(DEPTH), String(RECONNECT)];
   const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ask = (m) => new Promise((resolve) => {
     const t = setTimeout(() => resolve(undefined), 10_000);
@@ -176,14 +205,18 @@ function startFlood(port) {
 // The victim: one request at a time with its own key, for `ms`.
 
 async function victim(url, ms) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const agent = new Agent({ keepAlive: KEEP_ALIVE, maxSockets: 1 });
   const latencies = [];
   const statuses = {};
+  /** [sent, answered (Date.now()), status] per request, written beside the log with BENCH_LOG. */
+  const trace = [];
   let sent = 0;
   const end = performance.now() + ms;
   while (performance.now() < end) {
     sent++;
     const started = performance.now();
+    const sentAt = Date.now();
+    let connectedAt;
     const status = await new Promise((resolve) => {
       const req = request(`${url}/pets?limit=1`, { agent, headers: { authorization: `Bearer ${VICTIM_KEY}` } }, (res) => {
         res.resume();
@@ -191,14 +224,18 @@ async function victim(url, ms) {
         res.on('close', () => resolve(res.complete ? res.statusCode : 'cut'));
       });
       req.on('error', () => resolve('error'));
+      req.on('socket', (sock) => {
+        if (sock.connecting) sock.once('connect', () => { connectedAt = Date.now(); });
+      });
       req.setTimeout(10_000, () => { req.destroy(); resolve('timeout'); });
       req.end();
     });
     statuses[status] = (statuses[status] ?? 0) + 1;
+    trace.push([sentAt, Date.now(), status, connectedAt]);
     if (status === 200) latencies.push(performance.now() - started);
   }
   agent.destroy();
-  return { sent, latencies, statuses };
+  return { sent, latencies, statuses, trace };
 }
 
 const pct = (xs, p) => {
@@ -219,6 +256,8 @@ async function run(name) {
     const v = await victim(srv.url, SECONDS * 1000);
     const counts = await flood.counts();
     const mem = memory(pid);
+    const live = await liveMiB(srv);
+    if (process.env.BENCH_LOG) writeFileSync(join(tmpdir(), `flood-redis-${pid}.victim.json`), JSON.stringify(v.trace));
     const fivexx = Object.entries(counts?.statuses ?? {}).filter(([s]) => s.startsWith('5')).reduce((a, [, n]) => a + n, 0);
     return {
       bundle: name,
@@ -228,9 +267,10 @@ async function run(name) {
       'p99 ms': +pct(v.latencies, 99).toFixed(1),
       'max ms': +pct(v.latencies, 100).toFixed(1),
       'peak RSS MiB': +mem.peak.toFixed(0),
+      'live MiB': +live.toFixed(1),
       'flood answers/s': Math.round(((counts?.answers ?? 0) - (before?.answers ?? 0)) / SECONDS),
       'flood 5xx': fivexx,
-      'flood reconnects': counts?.closed ?? 0,
+      'flood closed': counts?.closed ?? 0,
       'flood statuses': JSON.stringify(counts?.statuses ?? {}),
     };
   } finally {
