@@ -191,13 +191,13 @@ describe('Redis limiter: what waits on Redis is bounded', { skip }, () => {
   it('past MAX_WAITING_TAKES takes waiting, more are answered at once by the fallback (one warn line), and Redis again once fewer wait', async (t) => {
     const redis = await startRedis({ t });
     const log = recorder();
-    const link = await openRedisLink(redis.url, { logger: log });
+    const link = await openRedisLink(redis.url, { logger: log, probeEveryMs: 50 });
     const limiter = new RedisLimiter(link, { prefix: 'bound:', clock: new ManualClock(), ban: { after: Infinity, seconds: 0 }, ownsLink: true });
     t.after(() => limiter.close());
     const big: Limits = { perMinute: 1e9, perDay: 1e12 };
     // More takes in one turn than may wait: one id (its runs coalesce), and others.
     const sent = MAX_WAITING_TAKES + 5_000;
-    const results = Array.from({ length: sent }, (_, i) => limiter.take(i % 2 === 0 ? 'hot' : `id${i % 1000}`, big));
+    const results = Array.from({ length: sent }, (_, i) => limiter.take(i % 16 === 0 ? `id${i % 64}` : 'hot', big));
     const waiting = results.filter((r) => r instanceof Promise).length;
     assert.equal(waiting, MAX_WAITING_TAKES, 'no more wait on Redis than the bound');
     assert.equal(link.waiting.count, MAX_WAITING_TAKES);
@@ -205,10 +205,12 @@ describe('Redis limiter: what waits on Redis is bounded', { skip }, () => {
     assert.equal(answered.length, sent);
     assert.equal(count(answered, 'ok'), sent, 'every take answered');
     assert.equal(link.waiting.count, 0, 'none left counted once all are answered');
-    assert.deepEqual(log.lines.filter((l) => l.level !== 'info').map((l) => l.msg), [
-      'limits: too many requests wait on Redis; more are limited by this process alone until fewer wait',
-    ]);
-    assert.equal(limiter.shared, true, 'Redis is not taken for down');
+    const warned = log.lines.filter((l) => l.msg.startsWith('limits: too many requests wait on Redis'));
+    assert.equal(warned.length, 1, 'said once');
+    assert.equal(warned[0]?.level, 'warn');
+    // (The bound is no outage: Redis is taken for down only when it is silent for the timeout,
+    // which a loaded machine's Redis may be while it works through 65,536 requests.)
+    await until('the limiter uses Redis', () => limiter.shared);
     const again = limiter.take('hot', big);
     assert.ok(again instanceof Promise, 'charged in Redis again');
     assert.equal((await again).outcome, 'ok');
