@@ -13,7 +13,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OrderedListener, RequestListener } from './contract.js';
 import { readingHeld, releaseReading } from './node-internals.js';
-import { holdUnread } from './reading.js';
+import { holdUnread, readIfFree } from './reading.js';
 import { Held, connectionOf, existingConnection } from './state.js';
 
 /**
@@ -62,7 +62,11 @@ function settled(this: ServerResponse): void {
   const held = conn?.held;
   if (conn === undefined || held === undefined) return;
   conn.held = undefined;
-  if (held.waiting.length === 0) return;
+  if (held.waiting.length === 0) {
+    // Nothing was held behind it: the connection is read again unless turns still hold it.
+    readIfFree(conn);
+    return;
+  }
   const waiting = held.waiting.splice(0);
   const socket = conn.socket;
   if (socket.destroyed || !socket.writable) return;

@@ -222,8 +222,10 @@ export function takeTurns(listener: RequestListener): RequestListener {
     conn.outstanding--;
     outstandingTotal--;
     if (conn.waitsForTotal && conn.outstanding < PER_TURN) goOn(conn);
-    else if (conn.outstanding === MAX_OUTSTANDING >> 1) {
-      if (conn.queued && !conn.waitsForTotal) list(conn);
+    else if (conn.outstanding <= MAX_OUTSTANDING >> 1) {
+      if (conn.outstanding === MAX_OUTSTANDING >> 1 && conn.queued && !conn.waitsForTotal) list(conn);
+      // (At every answer from there down, not only at half: what else held the connection, the
+      // requests behind a non-safe one, may have run meanwhile. Cheap when nothing holds it.)
       readIfFree(conn);
     }
     if (waitingForTotal.size > 0) totalFell();
