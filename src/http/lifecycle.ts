@@ -169,12 +169,13 @@ export function createApp(deps: AppDeps): OrderedListener {
   // when it ended the connection (a create would be stored without its 201).
   const faults = app.faults;
   const oneAtATime = (): boolean => faults.armed > 0;
-  // Namespaces: a listener in front, only while there may be some (namespaces.ts).
+  // Namespaces: a listener in front, only while there may be some (namespaces.ts); a request
+  // into a namespace goes by that namespace's faults too.
   if (deps.namespaces === undefined) return Object.assign(listener, { oneAtATime });
   const front = withNamespaces(listener, deps, deps.namespaces, createApp, (req, res, error) => {
     fail(app, new Exchange(req, res, clock.monotonic(), requestId(req, ids), deps.config(), (app.table as Table).notFound.after), error);
   });
-  return Object.assign(front, { oneAtATime });
+  return Object.assign(front, { oneAtATime: (req: Parameters<RequestListener>[0]): boolean => oneAtATime() || front.faultsArmed(req) });
 }
 
 /** Frame checks, then the matched route's phases. */

@@ -12,24 +12,30 @@ import { SLASH, originForm } from './request.js';
 /** What the root app answers an ApiError with, for a request it has not matched. */
 export type Refuse = (req: Parameters<RequestListener>[0], res: Parameters<RequestListener>[1], error: ApiError) => void;
 
+/** The namespaces' listener, which also says whether a request goes to a namespace with a fault armed. */
+export type NamespacesListener = RequestListener & { faultsArmed(req: Parameters<RequestListener>[0]): boolean };
+
 export function withNamespaces(
   root: RequestListener, deps: AppDeps, namespaces: NamespaceSelect, createApp: (deps: AppDeps) => RequestListener, refuse: Refuse,
-): RequestListener {
+): NamespacesListener {
   const apps = new WeakMap<NamespaceWorld, RequestListener>();
-  return (req, res) => {
+  /** The namespace the request goes to (a name refused: its ApiError), undefined for the root. */
+  const target = (req: Parameters<RequestListener>[0]): { world: NamespaceWorld | ApiError; inside: string } | undefined => {
     let url = req.url ?? '/';
     if (url.charCodeAt(0) !== SLASH) url = originForm(url);
-    if (!url.startsWith(NAMESPACE_PREFIX) || deps.config().admin === undefined) {
-      root(req, res);
-      return;
-    }
+    if (!url.startsWith(NAMESPACE_PREFIX) || deps.config().admin === undefined) return undefined;
     const end = url.indexOf('/', NAMESPACE_PREFIX.length);
     const inside = end === -1 ? '' : url.slice(end);
-    if (!isServedInside(inside)) {
+    if (!isServedInside(inside)) return undefined;
+    return { world: namespaces.select(url.slice(NAMESPACE_PREFIX.length, end)), inside };
+  };
+  const listener = (req: Parameters<RequestListener>[0], res: Parameters<RequestListener>[1]): void => {
+    const found = target(req);
+    if (found === undefined) {
       root(req, res);
       return;
     }
-    const world = namespaces.select(url.slice(NAMESPACE_PREFIX.length, end));
+    const { world, inside } = found;
     if (world instanceof ApiError) {
       refuse(req, res, world);
       return;
@@ -43,6 +49,12 @@ export function withNamespaces(
     req.url = inside;
     app(req, res);
   };
+  return Object.assign(listener, {
+    faultsArmed(req: Parameters<RequestListener>[0]): boolean {
+      const world = target(req)?.world;
+      return world !== undefined && !(world instanceof ApiError) && world.harness.control.faults.armed > 0;
+    },
+  });
 }
 
 /** /v1 and /__admin, and what is under them: the paths a namespace has. */

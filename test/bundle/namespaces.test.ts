@@ -5,6 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { KEYS, call, post, startBundle, tempDir, testConfig, writeConfig, type Res, type Running } from '../support/bundle.js';
 
@@ -218,5 +219,43 @@ describe('namespaces on', () => {
     const written = readdirSync(dir).filter((f) => f.startsWith('pets.json')).map((f) => readFileSync(join(dir, f), 'utf8')).join('\n');
     assert.ok(written.includes('on-disk'), 'the root pet is on disk');
     assert.ok(!written.includes('only-in-memory'), 'the namespace pet is not');
+  });
+});
+
+describe('faults in a namespace and pipelining', () => {
+  /** One connection, one write: `request`; what came back before the server closed it. */
+  function raw(srv: Running, request: string): Promise<string> {
+    const { hostname, port } = new URL(srv.url);
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => socket.write(request));
+      let bytes = '';
+      socket.on('data', (d: Buffer) => { bytes += d.toString('latin1'); });
+      socket.on('end', () => resolve(bytes));
+      socket.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' ? resolve(bytes) : reject(err)));
+    });
+  }
+  const rawGet = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEYS.enterprise}\r\n\r\n`;
+  function rawPost(path: string, body: unknown, last = false): string {
+    const text = JSON.stringify(body);
+    return `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEYS.enterprise}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n${last ? 'Connection: close\r\n' : ''}\r\n${text}`;
+  }
+
+  test('a create pipelined behind an answer a namespace\'s fault breaks is not handled, as in the root', async () => {
+    await withService(4, async (srv, root) => {
+      const ns = at(root, 'faulty');
+      assert.equal((await admin(ns, 'POST', '/seed', [{ name: 'A', categoryId: 1 }])).status, 201);
+      for (const kind of ['truncated', 'reset', 'empty']) {
+        const armed = await admin(ns, 'POST', '/faults', { operation: 'getPet', count: 1, kind });
+        assert.equal(armed.status, 200, armed.text);
+        // One write: the GET, then a create pipelined behind it, parsed from the same read.
+        const broken = await raw(srv, rawGet('/ns/faulty/v1/pets/1') + rawPost('/ns/faulty/v1/pets', { name: `behind ${kind}`, categoryId: 1 }));
+        assert.doesNotMatch(broken, /HTTP\/1\.1 201 /, `${kind}: no 201 can leave`);
+        const names = ((await call(`${ns}/v1/pets`, { key: KEYS.enterprise })).json as Array<{ name: string }>).map((p) => p.name);
+        assert.deepEqual(names, ['A'], `${kind}: the create behind the broken answer was stored without its 201`);
+      }
+      // The root has no fault armed: there a create pipelined behind a GET is answered as ever.
+      const fine = await raw(srv, rawGet('/v1/pets') + rawPost('/v1/pets', { name: 'B', categoryId: 1 }, true));
+      assert.equal(fine.match(/HTTP\/1\.1 20[01] /g)?.length, 2, fine);
+    });
   });
 });

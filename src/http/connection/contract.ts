@@ -6,12 +6,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
- * A request listener that may ask, per request, for its connection's pipelined requests to
- * be handled one at a time (each once the one before has been answered) instead of only
- * behind a non-safe request. The app asks while a test harness may break a connection
- * (/__admin/faults): a request pipelined behind an answer that ends the connection must not
- * be handled, since its answer could never reach the client.
+ * A request listener that may ask, per request, for the requests pipelined behind it on its
+ * connection to wait until it has been answered, as behind a non-safe request. The app asks
+ * for a request whose answer a test harness may break (/__admin/faults armed where the
+ * request goes: the root or its namespace): a request pipelined behind an answer that ends
+ * the connection must not be handled, since its answer could never reach the client.
  */
 export interface OrderedListener extends RequestListener {
-  readonly oneAtATime?: () => boolean;
+  readonly oneAtATime?: (req: IncomingMessage) => boolean;
 }

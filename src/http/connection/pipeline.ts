@@ -13,13 +13,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OrderedListener, RequestListener } from './contract.js';
 import { readingHeld, releaseReading } from './node-internals.js';
-import { holdUnread } from './reading.js';
+import { holdUnread, readIfFree } from './reading.js';
 import { Held, connectionOf, existingConnection } from './state.js';
 
 /**
  * The listener, ordered: a request behind a non-safe one on its connection is handled once
- * that one's response has finished (behind any request, while the listener asks for one at
- * a time). Costs a request on a connection without a non-safe request in flight one property
+ * that one's response has finished (behind any request the listener asks it for). Costs a request on a connection without a non-safe request in flight one property
  * check; a non-safe request, one listener on its response.
  */
 export function orderPipelined(listener: OrderedListener): RequestListener {
@@ -40,7 +39,7 @@ export function orderPipelined(listener: OrderedListener): RequestListener {
       return;
     }
     const method = req.method;
-    if ((method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS') || (oneAtATime !== undefined && oneAtATime())) {
+    if ((method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS') || (oneAtATime !== undefined && oneAtATime(req))) {
       conn.held = conn.heldSpare ??= new Held(ordered);
       res.on('close', settled);
     }
@@ -63,7 +62,11 @@ function settled(this: ServerResponse): void {
   const held = conn?.held;
   if (conn === undefined || held === undefined) return;
   conn.held = undefined;
-  if (held.waiting.length === 0) return;
+  if (held.waiting.length === 0) {
+    // Nothing was held behind it: the connection is read again unless turns still hold it.
+    readIfFree(conn);
+    return;
+  }
   const waiting = held.waiting.splice(0);
   const socket = conn.socket;
   if (socket.destroyed || !socket.writable) return;

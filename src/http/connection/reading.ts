@@ -8,9 +8,13 @@ import type { Connection } from './state.js';
 /** Requests of one connection handled and not yet answered, past which it is neither read nor served. */
 export const MAX_OUTSTANDING = 64;
 
-/** Whether the connection must stay unread: requests wait for their turn or behind a non-safe one, or too many answers are due. */
+/**
+ * Whether the connection must stay unread: requests wait for their turn or behind a non-safe
+ * one, too many answers are due, or too many over all connections (turns.ts).
+ */
 export function mustStayUnread(conn: Connection): boolean {
-  return conn.queued || conn.outstanding > MAX_OUTSTANDING >> 1 || (conn.held !== undefined && conn.held.waiting.length > 0);
+  return conn.queued || conn.outstanding > MAX_OUTSTANDING >> 1 || conn.waitsForTotal
+    || (conn.held !== undefined && conn.held.waiting.length > 0);
 }
 
 /**

@@ -29,6 +29,8 @@ export class Connection {
   served = 0;
   /** On the scheduler's list of connections with queued requests. */
   listed = false;
+  /** Neither served nor read until the unanswered requests over all connections fall (turns.ts). */
+  waitsForTotal = false;
   /** The connection is closed: nothing of it counts any more. */
   gone = false;
   /** Turns watch the connection's close. */

@@ -17,6 +17,16 @@
 // What a connection can make the server hold is thus about one read of requests (64 KiB) and
 // 64 answers, whatever it sends; and over all connections, MAX_QUEUED bounds what waits.
 //
+// Answers that wait on something outside the process (a limiter kept in Redis) come back in
+// bursts: one Redis reply answers every request of a script run at once, and each of them then
+// runs to its answer before anything else, so what a flood has in flight is what another
+// client's request waits behind. So over all connections at most MAX_OUTSTANDING_TOTAL
+// requests are handled and not yet answered, besides PER_TURN per connection: a connection
+// with that many of its own in flight is neither served nor read while the total is at the
+// bound, and both again once it has fallen to three quarters, in the order they stopped (or at
+// once when its own fall below PER_TURN). A client with a request or two in flight is served
+// at once, whatever the others have in flight, and waits behind one bounded burst at most.
+//
 // A request costs a few property checks and one 'close' listener on its response.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestListener } from './contract.js';
@@ -41,6 +51,13 @@ export const TURN_BUDGET = 64;
  * within reason, or sends one request at a time, is never closed.
  */
 export const MAX_QUEUED = 8_192;
+/**
+ * Requests handled and not yet answered over all connections, past which only connections with
+ * fewer than PER_TURN of their own in flight are served (see above).
+ */
+export const MAX_OUTSTANDING_TOTAL = 1_024;
+/** The total below which the connections stopped by MAX_OUTSTANDING_TOTAL go on. */
+const RESUME_TOTAL = (MAX_OUTSTANDING_TOTAL >> 2) * 3;
 
 /**
  * The listener, taking turns: per connection at most PER_TURN requests handled per turn of
@@ -56,6 +73,32 @@ export function takeTurns(listener: RequestListener): RequestListener {
   /** Requests queued, and requests handled and not yet answered, over all connections. */
   let queuedTotal = 0;
   let outstandingTotal = 0;
+  /** Connections stopped by MAX_OUTSTANDING_TOTAL, in the order they stopped. */
+  const waitingForTotal = new Set<Connection>();
+
+  /** Whether the connection may have one more request handled now. */
+  const mayServe = (conn: Connection): boolean => conn.outstanding < MAX_OUTSTANDING
+    && (outstandingTotal < MAX_OUTSTANDING_TOTAL || conn.outstanding < PER_TURN);
+
+  /** The total is at its bound and the connection has its share in flight: it waits (unread). */
+  const waitForTotal = (conn: Connection): void => {
+    if (conn.waitsForTotal) return;
+    conn.waitsForTotal = true;
+    waitingForTotal.add(conn);
+    holdUnread(conn);
+  };
+  /** The connection goes on: listed when requests of it wait, read when nothing else holds it. */
+  const goOn = (conn: Connection): void => {
+    conn.waitsForTotal = false;
+    waitingForTotal.delete(conn);
+    if (conn.queued) list(conn);
+    readIfFree(conn);
+  };
+  /** Every connection stopped by the total goes on, in order, once it has fallen far enough. */
+  const totalFell = (): void => {
+    if (outstandingTotal > RESUME_TOTAL) return;
+    for (const conn of [...waitingForTotal]) if (conn.waitsForTotal) goOn(conn);
+  };
 
   const list = (conn: Connection): void => {
     if (conn.listed) return;
@@ -127,8 +170,9 @@ export function takeTurns(listener: RequestListener): RequestListener {
       conn.served = 0;
     }
     let handled = 0;
-    // (A connection with too many answers due waits for half of them: answered() lists it again.)
-    while (conn.head < queue.length && conn.served < PER_TURN && conn.outstanding < MAX_OUTSTANDING) {
+    // (A connection with too many answers due waits for half of them, or for the total to fall:
+    // answered() lists it again.)
+    while (conn.head < queue.length && conn.served < PER_TURN && mayServe(conn)) {
       const req = queue[conn.head] as IncomingMessage;
       const res = queue[conn.head + 1] as ServerResponse;
       queue[conn.head] = queue[conn.head + 1] = undefined as unknown as IncomingMessage;
@@ -140,7 +184,10 @@ export function takeTurns(listener: RequestListener): RequestListener {
     if (conn.head >= queue.length) {
       queue.length = 0;
       conn.head = 0;
-    } else if (conn.outstanding < MAX_OUTSTANDING) {
+    }
+    if (!mayServe(conn)) {
+      if (conn.outstanding < MAX_OUTSTANDING) waitForTotal(conn);
+    } else if (conn.queued) {
       list(conn);
     }
     readIfFree(conn);
@@ -155,6 +202,11 @@ export function takeTurns(listener: RequestListener): RequestListener {
     outstandingTotal -= conn.outstanding;
     conn.outstanding = 0;
     conn.gone = true;
+    if (conn.waitsForTotal) {
+      conn.waitsForTotal = false;
+      waitingForTotal.delete(conn);
+    }
+    if (waitingForTotal.size > 0) totalFell();
   };
 
   /**
@@ -169,10 +221,14 @@ export function takeTurns(listener: RequestListener): RequestListener {
     if (conn.gone) return;
     conn.outstanding--;
     outstandingTotal--;
-    if (conn.outstanding === MAX_OUTSTANDING >> 1) {
-      if (conn.queued) list(conn);
+    if (conn.waitsForTotal && conn.outstanding < PER_TURN) goOn(conn);
+    else if (conn.outstanding <= MAX_OUTSTANDING >> 1) {
+      if (conn.outstanding === MAX_OUTSTANDING >> 1 && conn.queued && !conn.waitsForTotal) list(conn);
+      // (At every answer from there down, not only at half: what else held the connection, the
+      // requests behind a non-safe one, may have run meanwhile. Cheap when nothing holds it.)
       readIfFree(conn);
     }
+    if (waitingForTotal.size > 0) totalFell();
   };
 
   return (req, res) => {
@@ -193,9 +249,10 @@ export function takeTurns(listener: RequestListener): RequestListener {
     }
     // A connection with nothing waiting has its first requests of the turn handled as they
     // come: a client that sends one request at a time never waits behind pipelining ones.
-    if (conn.head === conn.queue.length && conn.served < PER_TURN && conn.outstanding < MAX_OUTSTANDING) {
+    if (conn.head === conn.queue.length && conn.served < PER_TURN && mayServe(conn)) {
       handle(conn, req, res);
       if (conn.outstanding >= MAX_OUTSTANDING) holdUnread(conn);
+      else if (!mayServe(conn)) waitForTotal(conn);
       return;
     }
     if (tooMany(conn)) {

@@ -134,7 +134,8 @@ export class RedisLimiter implements Limiter {
   }
 
   take(id: string, limits: Limits): LimitResult | Promise<LimitResult> {
-    if (!this.#link.up) {
+    // (Also past MAX_WAITING_TAKES requests waiting on Redis: waiting.ts.)
+    if (!this.#link.up || !this.#link.waiting.admit()) {
       // Not charged in Redis: this request learns no store generation (link.ts).
       this.#link.forgetGeneration();
       return this.#fallback.take(id, limits);
@@ -245,6 +246,7 @@ export class RedisLimiter implements Limiter {
         waiters[w++]!(limitResult(outcome, minute, day, c.limits, c.strings, waitMs, nowMs));
       }
     }
+    this.#link.waiting.release(n);
     this.#fallback.put(c.id, c.limits, { minute, day, strikes, banMs });
   }
 
@@ -258,6 +260,7 @@ export class RedisLimiter implements Limiter {
     if (this.#pending.get(c.id) === c) this.#pending.delete(c.id);
     this.#link.forgetGeneration();
     this.#link.failed(err);
+    this.#link.waiting.release(c.waiters.length);
     for (const w of c.waiters) w(this.#fallback.take(c.id, c.limits));
   }
 }

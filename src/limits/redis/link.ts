@@ -16,7 +16,8 @@
 //   event loop (setImmediate), and all that are ready then go in one pipeline, one write. At
 //   most MAX_IN_FLIGHT pipelines are out at a time; the rest wait in a plain array, where the
 //   limiters coalesce the requests of one id into one script run (limiter.ts), so a flood of
-//   requests costs Redis, and this process, little per request.
+//   requests costs Redis, and this process, little per request. What waits is bounded
+//   (waiting.ts): past MAX_WAITING_TAKES requests, more are answered by the fallback.
 // - Coming back by itself: while down, a probe (the script's no-op branch) is sent every
 //   probeEveryMs, and at once when the client reconnects; the first answer marks the link up.
 // - A Redis restarted empty has no scripts: NOSCRIPT is answered by sending the script itself
@@ -30,8 +31,10 @@ import {
   GENERATION_TOKEN, RedisTimeoutError, answered, deliver, settleLone, type Batch, type GenerationFeed, type RedisClient, type RedisLinkOptions, type ScriptJob,
 } from './batch.js';
 import { ADVANCE_GENERATION_SCRIPT, PROBE, TAKE_SCRIPT } from './script.js';
+import { WaitingTakes } from './waiting.js';
 
 export { RedisTimeoutError } from './batch.js';
+export { MAX_WAITING_TAKES } from './waiting.js';
 export type { RedisClient, RedisLinkOptions, RedisPipeline, ScriptJob } from './batch.js';
 
 export const SCRIPT_SHA = createHash('sha1').update(TAKE_SCRIPT).digest('hex');
@@ -52,8 +55,7 @@ export class RedisLink {
   #probeTimer: NodeJS.Timeout | undefined = undefined;
   #probing = false;
   #closed: Promise<void> | undefined = undefined;
-  /** Called when Redis answers again. */
-  readonly #onUp: Array<() => void> = [];
+  readonly #onUp: Array<() => void> = []; // called when Redis answers again
   /** Jobs waiting for the next pipeline. */
   #queue: ScriptJob[] = [];
   /** Batches sent and not over, which the one watchdog timer looks after. */
@@ -64,8 +66,7 @@ export class RedisLink {
   #inFlight = 0;
   /** performance.now() of the last reply read from Redis (any command of a pipeline). */
   #lastReplyAt = 0;
-  /** Counters for tests and benchmarks: pipelines and scripts sent. */
-  #pipelines = 0;
+  #pipelines = 0; // pipelines and scripts sent, for tests and benchmarks
   #scripts = 0;
   /** The store generation fed from the replies; undefined when the store keeps no cache. */
   #generation: GenerationFeed | undefined = undefined;
@@ -73,6 +74,7 @@ export class RedisLink {
   #sends = 0;
   /** Replies to writes numbered up to this one do not name the generation (see above). */
   #fence = 0;
+  readonly waiting: WaitingTakes; // requests waiting on Redis, bounded (waiting.ts)
 
   constructor(client: RedisClient, opts: RedisLinkOptions) {
     this.#client = client;
@@ -82,6 +84,7 @@ export class RedisLink {
     this.#timeoutMs = opts.commandTimeoutMs ?? 250;
     this.#lastError = opts.lastError ?? (() => undefined);
     this.#up = opts.up;
+    this.waiting = new WaitingTakes(opts.logger, opts.where);
     // A reconnect is the likeliest moment Redis answers again: probe at once.
     client.on('ready', () => {
       if (!this.#up) this.#probe();

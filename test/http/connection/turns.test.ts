@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { MAX_OUTSTANDING, PER_TURN, takeTurns } from '../../../src/http/connection/turns.js';
+import { MAX_OUTSTANDING, MAX_OUTSTANDING_TOTAL, PER_TURN, takeTurns } from '../../../src/http/connection/turns.js';
 import { FakeSocket, request, turns, type FakeResponse } from './fakes.js';
 
 /** A takeTurns listener recording what it handled (by url), keeping each response to answer later. */
@@ -83,4 +83,40 @@ test("a closed connection's waiting requests are dropped, and its unanswered one
   listener(...request(a, 'GET', 'late'));
   await turns(2);
   assert.equal(handled.length, PER_TURN);
+});
+
+test('over all connections at most MAX_OUTSTANDING_TOTAL wait for their answers, besides PER_TURN each; a client with one request is served at once; the others go on, in order, once the total falls', async () => {
+  const { listener, handled, pending } = recorder();
+  // 40 pipelining connections whose requests are never answered (a limiter whose replies are
+  // slow to come): without the total's bound, each would have MAX_OUTSTANDING in flight.
+  const flood = Array.from({ length: 40 }, () => new FakeSocket());
+  const perConnection = MAX_OUTSTANDING - 4;
+  for (const [c, s] of flood.entries()) for (let i = 1; i <= perConnection; i++) listener(...request(s, 'GET', `f${c}-${i}`));
+  await turns(flood.length * perConnection / PER_TURN + 20);
+  assert.ok(flood.length * perConnection > MAX_OUTSTANDING_TOTAL + PER_TURN * flood.length, 'the flood is larger than the bound');
+  assert.ok(handled.length >= MAX_OUTSTANDING_TOTAL, `handled ${handled.length}`);
+  assert.ok(handled.length < MAX_OUTSTANDING_TOTAL + PER_TURN * flood.length, `handled ${handled.length} while nothing was answered`);
+  const stopped = flood.filter((s) => s._paused && s.paused);
+  assert.ok(stopped.length > 0 && stopped.every((s) => s._paused), 'connections stopped by the total are not read');
+  // A client with one request is served at once, whatever the others have in flight.
+  const victim = new FakeSocket();
+  listener(...request(victim, 'GET', 'victim'));
+  assert.equal(handled.at(-1), 'victim');
+  assert.equal(victim.paused, false);
+  // Answers below three quarters of the bound let the others go on.
+  const before = handled.length;
+  for (const res of pending.splice(0, MAX_OUTSTANDING_TOTAL >> 1)) res.answered();
+  await turns(flood.length);
+  assert.ok(handled.length > before, 'served again once the total fell');
+  // Everything is served in the end, each connection's requests in the order sent.
+  for (let round = 0; round < 200 && handled.length < flood.length * perConnection + 1; round++) {
+    for (const res of pending.splice(0)) res.answered();
+    await turns(2);
+  }
+  assert.equal(handled.length, flood.length * perConnection + 1);
+  for (const [c] of flood.entries()) {
+    const own = handled.filter((u) => u.startsWith(`f${c}-`));
+    assert.deepEqual(own, Array.from({ length: perConnection }, (_, i) => `f${c}-${i + 1}`));
+  }
+  for (const s of flood) assert.equal(s._paused, false, 'read again once nothing holds it');
 });

@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import { ManualClock } from '../../../src/core/clock.js';
 import type { Limits, Logger, LogLevel } from '../../../src/core/index.js';
 import { RedisLimiter, openRedisLimiter, openRedisLink, type LimitResult } from '../../../src/limits/index.js';
+import { MAX_WAITING_TAKES } from '../../../src/limits/redis/link.js';
 import { skipUnless } from '../../support/engines.js';
 import { sleep } from '../../support/free-port.js';
 import { startRedis, type RedisServer } from '../../support/redis.js';
@@ -183,6 +184,36 @@ describe('Redis limiter under load', { skip }, () => {
     assert.equal(count(all, 'temporarily_banned'), 20_000);
     const evalsha = Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1]);
     assert.ok(evalsha <= Math.ceil(20_000 / 256), `script runs: ${evalsha}`);
+  });
+});
+
+describe('Redis limiter: what waits on Redis is bounded', { skip }, () => {
+  it('past MAX_WAITING_TAKES takes waiting, more are answered at once by the fallback (one warn line), and Redis again once fewer wait', async (t) => {
+    const redis = await startRedis({ t });
+    const log = recorder();
+    const link = await openRedisLink(redis.url, { logger: log, probeEveryMs: 50 });
+    const limiter = new RedisLimiter(link, { prefix: 'bound:', clock: new ManualClock(), ban: { after: Infinity, seconds: 0 }, ownsLink: true });
+    t.after(() => limiter.close());
+    const big: Limits = { perMinute: 1e9, perDay: 1e12 };
+    // More takes in one turn than may wait: one id (its runs coalesce), and others.
+    const sent = MAX_WAITING_TAKES + 5_000;
+    const results = Array.from({ length: sent }, (_, i) => limiter.take(i % 16 === 0 ? `id${i % 64}` : 'hot', big));
+    const waiting = results.filter((r) => r instanceof Promise).length;
+    assert.equal(waiting, MAX_WAITING_TAKES, 'no more wait on Redis than the bound');
+    assert.equal(link.waiting.count, MAX_WAITING_TAKES);
+    const answered = await Promise.all(results);
+    assert.equal(answered.length, sent);
+    assert.equal(count(answered, 'ok'), sent, 'every take answered');
+    assert.equal(link.waiting.count, 0, 'none left counted once all are answered');
+    const warned = log.lines.filter((l) => l.msg.startsWith('limits: too many requests wait on Redis'));
+    assert.equal(warned.length, 1, 'said once');
+    assert.equal(warned[0]?.level, 'warn');
+    // (The bound is no outage: Redis is taken for down only when it is silent for the timeout,
+    // which a loaded machine's Redis may be while it works through 65,536 requests.)
+    await until('the limiter uses Redis', () => limiter.shared);
+    const again = limiter.take('hot', big);
+    assert.ok(again instanceof Promise, 'charged in Redis again');
+    assert.equal((await again).outcome, 'ok');
   });
 });
 
