@@ -30,12 +30,8 @@ export function handlerOf(route: TableRoute): Phase {
       };
     }
     case 'fixed': {
-      const { quiet } = route;
       const reply = action.reply;
-      return (app, x) => {
-        x.quiet = quiet;
-        return answer(app, x, reply(x.req.method ?? 'GET'));
-      };
+      return (app, x) => answer(app, x, reply(x.req.method ?? 'GET'));
     }
     case 'refuse': {
       const { error, allow } = action;
