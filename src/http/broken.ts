@@ -21,7 +21,8 @@ export function writeBroken(x: Exchange, end: ConnectionFault, status: number, r
   } else {
     const body = typeof reply === 'string' ? Buffer.from(reply) : (reply ?? Buffer.alloc(0));
     const headers = headList(x, type, body.length);
-    if (x.journal) x.answer = { headers, body, type };
+    // (The list is reused by the next answer: the journal keeps a copy.)
+    if (x.journal) x.answer = { headers: headers.slice(), body, type };
     x.res.writeHead(status, headers);
     // The head goes out on its own (a HEAD answer has no body for write() to carry it), then
     // half the body; then the connection closes with the rest unsent.

@@ -21,8 +21,8 @@ export type { RequestListener } from './connection/index.js';
 /** One step after the handler, once the answer is written: given its status and the request's duration. */
 export type AfterPhase = (app: Instance, x: Exchange, status: number, elapsed: number) => void;
 
-/** One kind of field of an answer's head (heads.ts): appends its fields to [name, value, ...]. */
-export type HeadStep = (x: Exchange, out: string[], type: string, length: number | undefined) => void;
+/** One kind of field of an answer's head (heads.ts): writes its fields into [name, value, ...] from `n` on; the index after them. */
+export type HeadStep = (x: Exchange, out: string[], n: number, type: string, length: number | undefined) => number;
 
 /** A route's connection-fault step (broken.ts): true when it broke the answer instead of writing it. */
 export type FaultStep = (x: Exchange, status: number, body: string | Buffer | undefined, type: string) => boolean;

@@ -46,7 +46,8 @@ export function send(app: Instance, x: Exchange, status: number, body: string | 
   }
   const length = body === undefined ? undefined : typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   const headers = headList(x, type, length);
-  if (x.journal) x.answer = { headers, body, type };
+  // (The list is reused by the next answer: the journal keeps a copy.)
+  if (x.journal) x.answer = { headers: headers.slice(), body, type };
   x.res.writeHead(status, headers);
   x.res.end(body);
   done(app, x, status);

@@ -16,16 +16,30 @@ import type { LimitOutcome, LimitResult } from './contract.js';
 export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'] as const;
 
 /**
- * Appends a charge's headers to a flat [name, value, ...] list (what the app writes); the
- * one place where a LimitResult becomes header fields, so the names above and the values
- * cannot drift apart.
+ * Writes a charge's headers into a flat [name, value, ...] list (what the app writes) from
+ * index `n` on, and returns the index after them; the one place where a LimitResult becomes
+ * header fields, so the names above and the values cannot drift apart.
  */
+export function writeLimitHeaders(out: string[], n: number, limit: LimitResult): number {
+  out[n] = 'X-RateLimit-Limit';
+  out[n + 1] = limit.limit;
+  out[n + 2] = 'X-RateLimit-Remaining';
+  out[n + 3] = limit.remaining;
+  out[n + 4] = 'X-RateLimit-Reset';
+  out[n + 5] = limit.reset;
+  out[n + 6] = 'RateLimit-Policy';
+  out[n + 7] = limit.policy;
+  out[n + 8] = 'RateLimit';
+  out[n + 9] = limit.rateLimit;
+  if (limit.outcome === 'ok') return n + 10;
+  out[n + 10] = 'Retry-After';
+  out[n + 11] = String(limit.retryAfter);
+  return n + 12;
+}
+
+/** Appends a charge's headers to a flat [name, value, ...] list (see writeLimitHeaders). */
 export function pushLimitHeaders(out: string[], limit: LimitResult): void {
-  out.push(
-    'X-RateLimit-Limit', limit.limit, 'X-RateLimit-Remaining', limit.remaining, 'X-RateLimit-Reset', limit.reset,
-    'RateLimit-Policy', limit.policy, 'RateLimit', limit.rateLimit,
-  );
-  if (limit.outcome !== 'ok') out.push('Retry-After', String(limit.retryAfter));
+  writeLimitHeaders(out, out.length, limit);
 }
 
 /** Plain fields, one hidden shape for every result on the hot path. */
