@@ -4,6 +4,13 @@
 // a shared pool slab alive), its key, its next link, and the objects around them.
 import { BUFFER_OVERHEAD, ownedBuffer, ownedString, stringBytes, type PageVersion } from '../store/index.js';
 
+/** A 200 answer made of a cached body, kept with it so that a hit allocates nothing (a Reply). */
+export interface CachedReply {
+  readonly status: number;
+  readonly body: Buffer;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
 export interface CachedPage {
   readonly generation: number;
   /** Pets in the store when the page was built; a last page is valid only while this holds. */
@@ -16,8 +23,10 @@ export interface CachedPage {
   body: Buffer;
   /** Id of the page's last pet when more pets follow, else undefined. */
   readonly nextAfter: number | undefined;
-  /** The next link as last built, and the base URL it was built for. */
-  link?: { readonly base: string; readonly value: string };
+  /** The next link as last built, the base URL it was built for, and the answer that carries it. */
+  link?: { readonly base: string; readonly value: string; readonly reply: CachedReply } | undefined;
+  /** The answer of a last page (no next link), made on its first hit. */
+  reply?: CachedReply | undefined;
   /** The limit and status filter the page was asked with: what its next link carries. */
   readonly limit: number;
   readonly status: string | undefined;
@@ -30,6 +39,8 @@ export interface CachedPet {
   readonly generation: number;
   /** Once kept, a Buffer of its own (BoundedBytes.set). */
   body: Buffer;
+  /** The answer, made on the first hit. */
+  reply?: CachedReply | undefined;
   used?: boolean;
 }
 

@@ -80,7 +80,8 @@ function makePage(items: StoredPet[], params: { limit: number; status?: string |
   // The one more pet tells that more follow; it is not serialized.
   const more = items.length > limit;
   const nextAfter = more ? items[limit - 1]?.pet.id : undefined;
-  return { generation, count, body: Buffer.from(petArray(items, more ? limit : items.length)), nextAfter, limit, status };
+  // (Every field set here, link and reply too: one object shape for every page.)
+  return { generation, count, body: Buffer.from(petArray(items, more ? limit : items.length)), nextAfter, link: undefined, reply: undefined, limit, status };
 }
 
 function cached(cache: PageCache, key: string, page: CachedPage): CachedPage {
@@ -88,14 +89,18 @@ function cached(cache: PageCache, key: string, page: CachedPage): CachedPage {
   return page;
 }
 
+/** A page's answer, kept with it: a hit under the same base URL allocates nothing. */
 function pageReply(base: string, page: CachedPage): Reply {
-  if (page.nextAfter === undefined) return { status: 200, body: page.body };
-  if (page.link?.base === base) return { status: 200, body: page.body, headers: { link: page.link.value } };
+  if (page.nextAfter === undefined) return (page.reply ??= { status: 200, body: page.body });
+  const link = page.link;
+  if (link?.base === base) return link.reply;
   const value = nextLink(base, page.limit, page.status, page.nextAfter);
+  const reply = { status: 200, body: page.body, headers: { link: value } };
   // Kept only as long as the cache counted room for (a Host header may be long).
-  if (value.length <= MAX_KEPT_LINK) page.link = { base, value };
-  return { status: 200, body: page.body, headers: { link: value } };
+  if (value.length <= MAX_KEPT_LINK) page.link = { base, value, reply };
+  return reply;
 }
+
 
 const createPet: RouteSpec = {
   operationId: 'createPet',
@@ -149,7 +154,7 @@ const getPet: RouteSpec = {
     if (pets !== undefined && pages !== undefined) {
       // Pets never change: the bytes of an answer given once stay right until a reset.
       const hit = pets.get(raw, pages.version);
-      if (hit !== undefined) return { status: 200, body: hit.body };
+      if (hit !== undefined) return (hit.reply ??= { status: 200, body: hit.body });
     }
     const id = parsePetId(raw);
     if (id instanceof ApiError) return id;
@@ -164,7 +169,7 @@ function petReply(found: StoredPet | undefined, raw: string, pets: PetCache | un
   if (found === undefined) return new ApiError('not_found', `Pet ${raw} was not found.`);
   if (pets === undefined) return { status: 200, body: found.json };
   const body = Buffer.from(found.json);
-  pets.set(raw, { generation, body });
+  pets.set(raw, { generation, body, reply: undefined });
   return { status: 200, body };
 }
 

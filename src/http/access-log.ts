@@ -20,13 +20,16 @@ export function logRequest(app: Instance, x: Exchange, status: number, elapsed: 
   const error = x.error;
   const logger = app.deps.logger;
   const userAgent = req.headers['user-agent'];
+  // Inside a namespace the app sees the path without its /ns/{name} prefix: logged with it, as sent.
+  const prefix = app.deps.pathPrefix;
+  const url = prefix === undefined ? (req.url ?? '') : prefix + (req.url ?? '');
   if (logger.logJson === undefined) {
     const responseTime = Math.round(elapsed * 100) / 100;
     logger.log('info', 'request completed', {
       reqId: x.reqId,
       req: {
         method: req.method,
-        url: req.url,
+        url,
         remoteAddress: loggedAddress(req, x.config),
         remotePort: req.socket.remotePort,
         headers: userAgent === undefined ? undefined : { 'user-agent': userAgent },
@@ -40,7 +43,7 @@ export function logRequest(app: Instance, x: Exchange, status: number, elapsed: 
   }
   sawNonAscii = false;
   // Request ids are ours or match SANE_REQUEST_ID (request.ts): nothing in them to escape.
-  let line = `,"reqId":"${x.reqId}${methodField(req.method ?? '')}${jsonString(req.url ?? '')}${peerFields(req, x.config)}`;
+  let line = `,"reqId":"${x.reqId}${methodField(req.method ?? '')}${jsonString(url)}${peerFields(req, x.config)}`;
   if (userAgent !== undefined) line += `,"headers":{"user-agent":${jsonString(userAgent)}}`;
   line += statusFields(status);
   // Error codes are ours (plain identifiers); messages may quote the client.

@@ -21,10 +21,21 @@ export type { RequestListener } from './connection/index.js';
 /** One step after the handler, once the answer is written: given its status and the request's duration. */
 export type AfterPhase = (app: Instance, x: Exchange, status: number, elapsed: number) => void;
 
+/** One kind of field of an answer's head (heads.ts): writes its fields into [name, value, ...] from `n` on; the index after them. */
+export type HeadStep = (x: Exchange, out: string[], n: number, type: string, length: number | undefined) => number;
+
+/** A route's connection-fault step (broken.ts): true when it broke the answer instead of writing it. */
+export type FaultStep = (x: Exchange, status: number, body: string | Buffer | undefined, type: string) => boolean;
+
 /** What a route runs after its handler (outbound.ts), built with its phases. */
-export interface AfterList {
-  readonly steps: readonly AfterPhase[];
-  /** Whether a step needs the duration of a request that is not quiet (metrics, the access log). */
+export interface Outbound {
+  /** The kinds of fields its answers' heads may carry, in the order they are written. */
+  readonly head: readonly HeadStep[];
+  /** Only on routes a connection fault can catch, while faults are on. */
+  readonly fault: FaultStep | undefined;
+  /** Once the answer is written: the journal record, metrics, the access log. */
+  readonly after: readonly AfterPhase[];
+  /** Whether a step needs the request's duration (metrics, the access log). */
   readonly timed: boolean;
 }
 
@@ -36,7 +47,6 @@ export interface Instance {
   readonly pages: HandlerContext['pages'];
   readonly pets: HandlerContext['pets'];
   readonly bodies: PendingBodies;
-  readonly accessLog: boolean;
   /** Host header value -> base URL, so a request does not build the same string again. */
   readonly bases: Map<string, string>;
   /** The last Host value looked up in `bases`, and its base URL. */
@@ -57,7 +67,7 @@ export class Exchange {
   /**
    * Headers every response of this request carries (CORS, Allow, Connection, ...). The two
    * sets every request of the hot path has are kept apart, ready to write: `deprecated` and
-   * `limit` (send.ts writes all of them as one flat list).
+   * `limit`, each written by a head step of its own (heads.ts).
    */
   readonly headers: Record<string, string> = {};
   /** The deprecation headers of a deprecated route, as [name, value, ...] built once per base URL. */
@@ -82,16 +92,16 @@ export class Exchange {
   /** The parsed body, on routes that read one. */
   body: unknown = undefined;
   idempotencyKey: string | undefined = undefined;
-  /** Neither counted in the metrics nor logged (the /metrics scrape itself). */
-  quiet = false;
   /** Recorded in the request journal once answered (set by the journal phase). */
   journal = false;
   /** The answer as written, kept for the journal only (set when `journal` is). */
   answer: { readonly headers: readonly string[]; readonly body: string | Buffer | undefined; readonly type: string } | undefined = undefined;
   /** A connection fault caught this request: its answer ends the connection this way instead. */
   end: ConnectionFault | undefined = undefined;
-  /** What runs once the answer is written: the matched route's list (else the 404's). */
-  after: AfterList;
+  /** The handler's own fields (Reply.headers), kept apart from `headers` while that is empty. */
+  replied: Readonly<Record<string, string>> | undefined = undefined;
+  /** What runs after the handler: the matched route's list (else the 404's). */
+  outbound: Outbound;
 
   constructor(
     readonly req: IncomingMessage,
@@ -101,8 +111,8 @@ export class Exchange {
     readonly reqId: string,
     /** The config snapshot of this request, taken once. */
     readonly config: Config,
-    after: AfterList,
+    outbound: Outbound,
   ) {
-    this.after = after;
+    this.outbound = outbound;
   }
 }

@@ -30,12 +30,8 @@ export function handlerOf(route: TableRoute): Phase {
       };
     }
     case 'fixed': {
-      const { quiet } = route;
       const reply = action.reply;
-      return (app, x) => {
-        x.quiet = quiet;
-        return answer(app, x, reply(x.req.method ?? 'GET'));
-      };
+      return (app, x) => answer(app, x, reply(x.req.method ?? 'GET'));
     }
     case 'refuse': {
       const { error, allow } = action;
@@ -63,19 +59,12 @@ function answer(app: Instance, x: Exchange, reply: Reply | ApiError | Promise<Re
 
 const NO_QUERY: Query = new Map();
 
-/** What an API handler is given: plain data, read from the exchange; query and base on first use. */
+/**
+ * What an API handler is given: plain data, read from the exchange when the handler asks for
+ * it (a handler reads a few fields: nothing is copied for the others); query and base on
+ * first use.
+ */
 class Input implements HandlerContext {
-  readonly params: Readonly<Record<string, string>>;
-  readonly rawQuery: string;
-  readonly body: unknown;
-  readonly idempotencyKey: string | undefined;
-  readonly scope: string | undefined;
-  readonly keyName: string | undefined;
-  readonly now: number;
-  readonly config: Config;
-  readonly store: HandlerContext['store'];
-  readonly pages: HandlerContext['pages'];
-  readonly pets: HandlerContext['pets'];
   #query: Query | undefined;
   readonly #app: Instance;
   readonly #x: Exchange;
@@ -83,18 +72,51 @@ class Input implements HandlerContext {
   constructor(app: Instance, x: Exchange) {
     this.#app = app;
     this.#x = x;
-    this.params = x.params;
-    this.rawQuery = x.rawQuery;
-    this.body = x.body;
-    this.idempotencyKey = x.idempotencyKey;
-    const auth = x.auth;
-    this.scope = auth?.kind === 'key' ? auth.entry.digest : undefined;
-    this.keyName = x.keyName;
-    this.now = x.started;
-    this.config = x.config;
-    this.store = app.deps.store;
-    this.pages = app.pages;
-    this.pets = app.pets;
+  }
+
+  get params(): Readonly<Record<string, string>> {
+    return this.#x.params;
+  }
+
+  get rawQuery(): string {
+    return this.#x.rawQuery;
+  }
+
+  get body(): unknown {
+    return this.#x.body;
+  }
+
+  get idempotencyKey(): string | undefined {
+    return this.#x.idempotencyKey;
+  }
+
+  get scope(): string | undefined {
+    const auth = this.#x.auth;
+    return auth?.kind === 'key' ? auth.entry.digest : undefined;
+  }
+
+  get keyName(): string | undefined {
+    return this.#x.keyName;
+  }
+
+  get now(): number {
+    return this.#x.started;
+  }
+
+  get config(): Config {
+    return this.#x.config;
+  }
+
+  get store(): HandlerContext['store'] {
+    return this.#app.deps.store;
+  }
+
+  get pages(): HandlerContext['pages'] {
+    return this.#app.pages;
+  }
+
+  get pets(): HandlerContext['pets'] {
+    return this.#app.pets;
   }
 
   get pathPrefix(): string | undefined {
@@ -102,7 +124,7 @@ class Input implements HandlerContext {
   }
 
   get query(): Query {
-    return (this.#query ??= this.rawQuery === '' ? NO_QUERY : parseQuery(this.rawQuery));
+    return (this.#query ??= this.#x.rawQuery === '' ? NO_QUERY : parseQuery(this.#x.rawQuery));
   }
 
   get base(): string {

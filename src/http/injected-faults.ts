@@ -6,10 +6,12 @@
 //            request (operation, key, header)
 //
 // Each waits first (a delay), then answers a status, lets the request be handled and breaks
-// its answer (a create, or a truncated answer), or breaks the connection now.
+// its answer (a create, or a truncated answer: the route's connection-fault step after the
+// handler, broken.ts), or breaks the connection now.
 import { faultAnswer, parsePrefer, type ConnectionFault, type FaultHit } from '../admin/index.js';
 import type { Exchange, Instance } from './exchange.js';
-import { breakConnection, sendReply } from './send.js';
+import { record } from './outbound.js';
+import { sendReply } from './send.js';
 
 /** What a phase returns (lifecycle.ts): go on, DONE (answered), or a promise of either. */
 type Step = undefined | typeof DONE | Promise<unknown>;
@@ -72,4 +74,16 @@ function broken(app: Instance, x: Exchange, kind: ConnectionFault): Step {
   }
   breakConnection(app, x, kind);
   return DONE;
+}
+
+/**
+ * A reset or an empty close before the request is handled (a connection fault on anything but
+ * a create): nothing is answered, so nothing is counted or logged as an answer; the journal
+ * records it with status 0.
+ */
+function breakConnection(app: Instance, x: Exchange, end: 'reset' | 'empty'): void {
+  const socket = x.req.socket;
+  if (end === 'reset') socket.resetAndDestroy();
+  else socket.destroy();
+  if (x.journal) record(app, x, 0, app.deps.clock.monotonic() - x.started);
 }

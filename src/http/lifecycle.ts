@@ -4,32 +4,11 @@
 //
 // Each route of the table (route-table.ts) gets its list of phases when the app starts and
 // again for every config a reload brings; a feature that is off adds no phase, so it costs a
-// request nothing. The phases, in the order they run, and when a route has them:
-//
-//   phase          on routes                                  answers
-//   -------------  -----------------------------------------  ----------------------------------------
-//   (frame)        every request, before matching             400 HTTP/2.0 or 0.9 request line, Host
-//                                                             missing or repeated (HTTP/1.1),
-//                                                             Authorization repeated, Transfer-Encoding
-//                                                             in HTTP/1.0 (absolute-form reduced first)
-//   journal        /v1 paths, with an admin key and a journal -- recorded in the journal once answered
-//   deprecation    the deprecated route (getPet)              -- its headers, on every answer after this
-//   cors           API paths, when cors.origins is set        -- CORS headers for an allowed Origin
-//   preflight      405 of an API path, when cors is set       204 to an allowed preflight (charged to
-//                                                             the client address)
-//   authenticate   auth key / optional / admin                -- who is calling (per-connection cache)
-//   charge         every route but 'open' ones                429 rate_limited, temporarily_banned
-//                  (admin: only a caller without the key)
-//   deny           auth key / admin                           401 unauthorized
-//   expect         API paths                                  417 expectation_failed
-//   prefer         /v1 operations, with admin.preferFaults    the request's Prefer: code= (400..599),
-//                                                             delay=, fault= (injected-faults.ts)
-//   faults         /v1 operations, with an admin key set      400..599, a delay, or a broken connection
-//                                                             (/__admin/faults; a create is stored first)
-//   idempotency    routes declaring Idempotency-Key           400 for a bad or repeated key
-//   body           routes declaring a request body            400, 413, 415, 501, 503
-//   handler        every route                                the handler's Reply or ApiError; the
-//                                                             404/405 of a path in no route
+// request nothing. PHASES below lists them in the order they run, each with when a route has
+// it and what it answers; the developer guide's tables are generated from it (npm run docs).
+// Before them, the frame checks of every request answer 400: an HTTP/2.0 or 0.9 request line,
+// Host missing or repeated (HTTP/1.1), Authorization repeated, Transfer-Encoding in HTTP/1.0
+// (an absolute-form target is reduced to its path first). After the handler, outbound.ts.
 //
 // Requests node:http cannot parse, and CONNECT, are answered in client-errors.ts (400/408/431/405).
 import { ADMIN_MAX_BODY_BYTES, Faults } from '../admin/index.js';
@@ -45,7 +24,7 @@ import { applyLimit, chargeAddress } from './charge.js';
 import { addPreflightHeaders, allowCors } from './cors.js';
 import { deprecationHeaders } from './deprecation.js';
 import type { OrderedListener } from './connection/index.js';
-import { Exchange, type AfterList, type AppDeps, type Instance, type RequestListener } from './exchange.js';
+import { Exchange, type AppDeps, type Instance, type Outbound, type RequestListener } from './exchange.js';
 import { fail } from './failure.js';
 import { faults, prefer } from './injected-faults.js';
 import { withNamespaces } from './namespaces.js';
@@ -56,35 +35,58 @@ import {
 import { handlerOf } from './handlers.js';
 import { DONE, baseOf, nextGeneration, type Phase, type Step } from './phase.js';
 import { Router } from './router.js';
-import { afterList } from './outbound.js';
+import { outboundNames, outboundOf } from './outbound.js';
 import { sendReply } from './send.js';
 
 
-/** A phase of the table below: its name, whether a route has it under a config, and what it does. */
+/** A phase of the table below: its name, whether a route has it under a config, and what it answers or does. */
 interface PhaseEntry {
   readonly name: string;
   readonly pick: (route: TableRoute, config: Config) => Phase | undefined;
+  readonly does: string;
 }
 
-type Compiled = CompiledRoute<Phase, AfterList>;
-type Table = RouteTable<Phase, AfterList>;
+type Compiled = CompiledRoute<Phase, Outbound>;
+type Table = RouteTable<Phase, Outbound>;
 
 const when = (test: boolean, phase: Phase): Phase | undefined => (test ? phase : undefined);
 
 /** The lifecycle: every phase a route may have, in the order they run. */
 export const PHASES: readonly PhaseEntry[] = [
-  { name: 'journal', pick: (r, c) => when(r.group === 'api' && c.admin !== undefined && c.admin.journal > 0, journal) },
-  { name: 'deprecation', pick: (r) => when(r.deprecated !== undefined, deprecationOf(r)) },
-  { name: 'cors', pick: (r, c) => when(r.group === 'api' && c.cors.origins.length > 0, r.preflight ? corsOrPreflightOf(r) : cors) },
-  { name: 'authenticate', pick: (r, c) => (r.auth === 'key' ? authenticateKey : r.auth === 'optional' ? authenticateOptional : r.auth === 'admin' && c.admin !== undefined ? authenticateAdmin : undefined) },
-  { name: 'charge', pick: (r) => (r.auth === 'open' ? undefined : r.auth === 'admin' ? chargeRefused : charge) },
-  { name: 'deny', pick: (r) => when(r.auth === 'key' || r.auth === 'admin', deny) },
-  { name: 'expect', pick: (r) => when(r.group === 'api', expect) },
-  { name: 'prefer', pick: (r, c) => when(c.admin?.preferFaults === true && r.group === 'api' && r.action.kind === 'api', prefer) },
-  { name: 'faults', pick: (r, c) => when(c.admin !== undefined && r.group === 'api' && r.action.kind === 'api', faults) },
-  { name: 'idempotency', pick: (r) => when(r.idempotencyKey, idempotency) },
-  { name: 'body', pick: (r) => when(r.body !== undefined, r.body === 'admin' ? adminBody : apiBody) },
-  { name: 'handler', pick: (r) => handlerOf(r) },
+  {
+    name: 'journal', pick: (r, c) => when(r.group === 'api' && c.admin !== undefined && c.admin.journal > 0, journal),
+    does: 'marks a `/v1` request to be recorded in the journal once answered',
+  },
+  {
+    name: 'deprecation', pick: (r) => when(r.deprecated !== undefined, deprecationOf(r)),
+    does: 'the Deprecation, Sunset and Link headers, on every answer from here on (errors included)',
+  },
+  {
+    name: 'cors', pick: (r, c) => when(r.group === 'api' && c.cors.origins.length > 0, r.preflight ? corsOrPreflightOf(r) : cors),
+    does: 'the CORS headers for an allowed Origin; on a path\'s 405, a preflight\'s 204 (charged to the client address)',
+  },
+  {
+    name: 'authenticate',
+    pick: (r, c) => (r.auth === 'key' ? authenticateKey : r.auth === 'optional' ? authenticateOptional : r.auth === 'admin' && c.admin !== undefined ? authenticateAdmin : undefined),
+    does: 'who is calling (remembered per connection)',
+  },
+  {
+    name: 'charge', pick: (r) => (r.auth === 'open' ? undefined : r.auth === 'admin' ? chargeRefused : charge),
+    does: '429 `rate_limited` / `temporarily_banned`; the rate-limit headers (on admin routes only a caller without the admin key is charged)',
+  },
+  { name: 'deny', pick: (r) => when(r.auth === 'key' || r.auth === 'admin', deny), does: '401 `unauthorized` (after the limiter, so a 401 carries the per-address budget\'s headers)' },
+  { name: 'expect', pick: (r) => when(r.group === 'api', expect), does: '417 `expectation_failed`' },
+  {
+    name: 'prefer', pick: (r, c) => when(c.admin?.preferFaults === true && r.group === 'api' && r.action.kind === 'api', prefer),
+    does: 'the request\'s own `Prefer: code=` (400..599), `delay=`, `fault=` (`admin.preferFaults`)',
+  },
+  {
+    name: 'faults', pick: (r, c) => when(c.admin !== undefined && r.group === 'api' && r.action.kind === 'api', faults),
+    does: '400..599, a delay or a broken connection set through `/__admin/faults` (a create is stored first)',
+  },
+  { name: 'idempotency', pick: (r) => when(r.idempotencyKey, idempotency), does: '400 for a bad or repeated `Idempotency-Key`, before the body is read' },
+  { name: 'body', pick: (r) => when(r.body !== undefined, r.body === 'admin' ? adminBody : apiBody), does: '400, 413, 415, 501, 503; `100 Continue` goes out only here' },
+  { name: 'handler', pick: (r) => handlerOf(r), does: 'the handler\'s answer, or the 404/405 of a path in no route' },
 ];
 
 function compile(app: Instance, route: TableRoute, config: Config): Compiled {
@@ -93,22 +95,24 @@ function compile(app: Instance, route: TableRoute, config: Config): Compiled {
     const phase = entry.pick(route, config);
     if (phase !== undefined) phases.push(phase);
   }
-  return { route, phases, after: afterList(route, config, app) };
+  return { route, phases, outbound: outboundOf(route, config, app.deps) };
 }
 
 /**
- * Every route under `config` with the names of its phases, as the app builds them: the
- * lifecycle as a table, for the documentation and its tests. Method '(other)' is a path's
- * 405; '* (any other path)' the 404 of a path in no route; '* /__admin/(any other)' that of
- * an admin path in no admin route.
+ * Every route under `config` with the names of its phases and of its steps after the handler
+ * (outbound.ts), as the app builds them: the lifecycle as a table, for the documentation and
+ * its tests. Method '(other)' is a path's 405; '* (any other path)' the 404 of a path in no
+ * route; '* /__admin/(any other)' that of an admin path in no admin route.
  */
-export function phaseTable(deps: AppDeps, config: Config): Array<{ method: string; path: string; phases: string[] }> {
-  const names = (route: TableRoute): string[] => PHASES.filter((p) => p.pick(route, config) !== undefined).map((p) => p.name);
-  const out = tableRoutes(deps, config).map(({ method, path, route }) => ({ method, path, phases: names(route) }));
+export function phaseTable(deps: AppDeps, config: Config): Array<{ method: string; path: string; phases: string[]; outbound: string[] }> {
+  const row = (method: string, path: string, route: TableRoute) => ({
+    method, path, phases: PHASES.filter((p) => p.pick(route, config) !== undefined).map((p) => p.name), outbound: outboundNames(route, config, deps),
+  });
+  const out = tableRoutes(deps, config).map(({ method, path, route }) => row(method, path, route));
   const groups = new Map(tableRoutes(deps, config).map(({ path, route }) => [path, route.group]));
-  for (const [path, group] of groups) out.push({ method: '(other)', path, phases: names(methodNotAllowed(group, path, '')) });
-  out.push({ method: '*', path: '(any other path)', phases: names(NOT_FOUND) });
-  if (config.admin !== undefined && deps.admin !== undefined) out.push({ method: '*', path: `${ADMIN_PREFIX}(any other)`, phases: names(ADMIN_NOT_FOUND) });
+  for (const [path, group] of groups) out.push(row('(other)', path, methodNotAllowed(group, path, '')));
+  out.push(row('*', '(any other path)', NOT_FOUND));
+  if (config.admin !== undefined && deps.admin !== undefined) out.push(row('*', `${ADMIN_PREFIX}(any other)`, ADMIN_NOT_FOUND));
   return out;
 }
 
@@ -141,8 +145,6 @@ export function createApp(deps: AppDeps): OrderedListener {
     pages: hasPageVersion(deps.store) ? { cache: new PageCache(), version: deps.store } : undefined,
     pets: hasPageVersion(deps.store) ? new PetCache() : undefined,
     bodies: new PendingBodies(),
-    // Decided once: with access logs off, a request builds no log fields at all.
-    accessLog: deps.logger.enabled?.('info') ?? true,
     bases: new Map(),
     lastBase: undefined,
     deprecations: new Map(),
@@ -161,7 +163,7 @@ export function createApp(deps: AppDeps): OrderedListener {
     const config = deps.config();
     let table = app.table as Table;
     if (table.config !== config) table = app.table = buildTable(app, config, nextGeneration());
-    const x = new Exchange(req, res, clock.monotonic(), requestId(req, ids), config, table.notFound.after);
+    const x = new Exchange(req, res, clock.monotonic(), requestId(req, ids), config, table.notFound.outbound);
     dispatch(app, x, table)?.catch((err: unknown) => fail(app, x, err));
   };
   // While a fault is armed, an answer may end its connection (truncated, reset, empty): the
@@ -173,7 +175,7 @@ export function createApp(deps: AppDeps): OrderedListener {
   // into a namespace goes by that namespace's faults too.
   if (deps.namespaces === undefined) return Object.assign(listener, { oneAtATime });
   const front = withNamespaces(listener, deps, deps.namespaces, createApp, (req, res, error) => {
-    fail(app, new Exchange(req, res, clock.monotonic(), requestId(req, ids), deps.config(), (app.table as Table).notFound.after), error);
+    fail(app, new Exchange(req, res, clock.monotonic(), requestId(req, ids), deps.config(), (app.table as Table).notFound.outbound), error);
   });
   return Object.assign(front, { oneAtATime: (req: Parameters<RequestListener>[0]): boolean => oneAtATime() || front.faultsArmed(req) });
 }
@@ -205,7 +207,7 @@ function dispatch(app: Instance, x: Exchange, table: Table): Promise<void> | und
       compiled = table.adminNotFound !== undefined && path.startsWith(ADMIN_PREFIX) ? table.adminNotFound : table.notFound;
     }
     x.route = compiled.route;
-    x.after = compiled.after;
+    x.outbound = compiled.outbound;
     x.operation = compiled.route.operationId;
   } catch (err) {
     fail(app, x, err);

@@ -1,55 +1,82 @@
-// After the handler, as data: what runs once an answer is written, picked per route when the
-// app builds its phases (and again for every config a reload brings), like PHASES before it.
-// A feature that is off adds no step, so it costs an answer nothing:
-//
-//   step           on routes                                   does
-//   -------------  ------------------------------------------  ---------------------------------------
-//   journal        API routes, with an admin key and a journal  records a /v1 request: the whole exchange
-//   metrics        every route, when metrics are on             counts the answer (not the quiet scrape)
-//   access log     every route, when info lines are logged      the request's log line (access-log.ts)
-//
-// The answer itself (headers, body, a connection fault's broken answer) is written by send.ts.
+// After the handler, as data: what an answer's head is made of, how it is broken when a
+// connection fault caught the request, and what runs once it is written, picked per route
+// when the app builds its phases (and again for every config a reload brings), like PHASES
+// before it. A route runs only the steps it can need, and a feature that is off adds no step.
+// OUTBOUND below lists them in order, each with when a route has it and what it does: the
+// head's fields (heads.ts), the connection fault's broken answer (broken.ts), then, once
+// send.ts has written the answer, the journal record, the metrics and the access log line.
 import { recordOf } from '../admin/index.js';
 import type { Config } from '../config/index.js';
 import { logRequest } from './access-log.js';
-import type { AfterList, AfterPhase, Exchange, Instance } from './exchange.js';
+import { caughtAnswer } from './broken.js';
+import type { AfterPhase, AppDeps, Exchange, FaultStep, HeadStep, Instance, Outbound } from './exchange.js';
+import { contentFields, deprecationFields, gatheredFields, limitFields, requestIdField } from './heads.js';
 import type { TableRoute } from './route-table.js';
 
-/** A step of the table below: its name, and whether a route has it under a config and app. */
-interface AfterEntry {
+type Step =
+  | { readonly kind: 'head'; readonly step: HeadStep }
+  | { readonly kind: 'fault'; readonly step: FaultStep }
+  | { readonly kind: 'after'; readonly step: AfterPhase; readonly timed: boolean };
+
+/** A step of the table below: its name, whether a route has it under a config and the app's collaborators, what it does. */
+interface OutboundEntry {
   readonly name: string;
-  readonly timed: boolean;
-  readonly pick: (route: TableRoute, config: Config, app: Instance) => AfterPhase | undefined;
+  readonly pick: (route: TableRoute, config: Config, deps: AppDeps) => Step | undefined;
+  readonly does: string;
 }
 
-const when = (test: boolean, step: AfterPhase): AfterPhase | undefined => (test ? step : undefined);
+const head = (test: boolean, step: HeadStep): Step | undefined => (test ? { kind: 'head', step } : undefined);
+const after = (test: boolean, step: AfterPhase, timed: boolean): Step | undefined => (test ? { kind: 'after', step, timed } : undefined);
 
-/** Every step a route may run after its answer, in order. */
-export const AFTER: readonly AfterEntry[] = [
+/** Every step a route may run after its handler, in order. */
+export const OUTBOUND: readonly OutboundEntry[] = [
+  { name: 'deprecation', pick: (r) => head(r.deprecated !== undefined, deprecationFields), does: 'head: Deprecation, Sunset, Link (successor), built once per base URL' },
+  { name: 'rate limit', pick: (r) => head(r.auth !== 'open', limitFields), does: 'head: X-RateLimit-*, RateLimit-Policy, RateLimit of the charge (Retry-After on a refusal)' },
+  { name: 'gathered', pick: () => head(true, gatheredFields), does: 'head: what the phases, the handler or a failure set (CORS, Allow, Location, Link, WWW-Authenticate, ...)' },
+  { name: 'request id', pick: () => head(true, requestIdField), does: 'head: X-Request-Id' },
+  { name: 'content', pick: () => head(true, contentFields), does: 'head: Content-Type and Content-Length (with a body), Cache-Control' },
   {
-    name: 'journal', timed: false,
-    pick: (r, c, app) => when(r.group === 'api' && c.admin !== undefined && c.admin.journal > 0 && app.deps.journal !== undefined, journalStep),
+    // The routes with the faults phase (lifecycle.ts): the only ones a connection fault catches.
+    name: 'connection fault', pick: (r, c) => (c.admin !== undefined && r.group === 'api' && r.action.kind === 'api' ? { kind: 'fault', step: caughtAnswer } : undefined),
+    does: 'the answer of a request a connection fault caught is broken instead (reset, empty, truncated)',
   },
-  { name: 'metrics', timed: true, pick: (_r, _c, app) => when(app.metrics !== undefined, metricsStep) },
-  { name: 'access log', timed: true, pick: (_r, _c, app) => when(app.accessLog, logStep) },
+  {
+    name: 'journal',
+    pick: (r, c, deps) => after(r.group === 'api' && c.admin !== undefined && c.admin.journal > 0 && deps.journal !== undefined, journalStep, false),
+    does: 'once written: a `/v1` request is recorded in the journal, the whole exchange',
+  },
+  // Not on the scrape of /metrics itself (a quiet route): neither counted nor logged.
+  { name: 'metrics', pick: (r, _c, deps) => after(deps.metrics !== undefined && !r.quiet, metricsStep, true), does: 'once written: the answer is counted' },
+  { name: 'access log', pick: (r, _c, deps) => after(accessLogOn(deps) && !r.quiet, logRequest, true), does: 'once written: the access log line (`access-log.ts`)' },
 ];
 
-/** The route's steps after its answer under `config`. */
-export function afterList(route: TableRoute, config: Config, app: Instance): AfterList {
-  const steps: AfterPhase[] = [];
-  let timed = false;
-  for (const entry of AFTER) {
-    const step = entry.pick(route, config, app);
-    if (step === undefined) continue;
-    steps.push(step);
-    timed ||= entry.timed;
-  }
-  return { steps, timed };
+/** Whether answers are logged (decided once: with access logs off, a request builds no log fields at all). */
+export function accessLogOn(deps: AppDeps): boolean {
+  return deps.logger.enabled?.('info') ?? true;
 }
 
-/** The names of the route's steps after its answer (for the documentation's table). */
-export function afterNames(route: TableRoute, config: Config, app: Instance): string[] {
-  return AFTER.filter((e) => e.pick(route, config, app) !== undefined).map((e) => e.name);
+/** The route's steps after its handler under `config`. */
+export function outboundOf(route: TableRoute, config: Config, deps: AppDeps): Outbound {
+  const headSteps: HeadStep[] = [];
+  const afterSteps: AfterPhase[] = [];
+  let fault: FaultStep | undefined;
+  let timed = false;
+  for (const entry of OUTBOUND) {
+    const step = entry.pick(route, config, deps);
+    if (step === undefined) continue;
+    if (step.kind === 'head') headSteps.push(step.step);
+    else if (step.kind === 'fault') fault = step.step;
+    else {
+      afterSteps.push(step.step);
+      timed ||= step.timed;
+    }
+  }
+  return { head: headSteps, fault, after: afterSteps, timed };
+}
+
+/** The names of the route's steps after its handler (for the documentation's table). */
+export function outboundNames(route: TableRoute, config: Config, deps: AppDeps): string[] {
+  return OUTBOUND.filter((e) => e.pick(route, config, deps) !== undefined).map((e) => e.name);
 }
 
 function journalStep(app: Instance, x: Exchange, status: number, elapsed: number): void {
@@ -57,11 +84,7 @@ function journalStep(app: Instance, x: Exchange, status: number, elapsed: number
 }
 
 function metricsStep(app: Instance, x: Exchange, status: number, elapsed: number): void {
-  if (!x.quiet) app.metrics?.request(x.operation, status, elapsed);
-}
-
-function logStep(app: Instance, x: Exchange, status: number, elapsed: number): void {
-  if (!x.quiet) logRequest(app, x, status, elapsed);
+  app.metrics?.request(x.operation, status, elapsed);
 }
 
 /** The journal entry of an answered /v1 request, the whole exchange (only when the journal phase marked it). */

@@ -47,12 +47,11 @@ export interface TableRoute {
   readonly action: Action;
 }
 
-/** A route and the phases lifecycle.ts built for it. */
-/** A route with its phases (up to its handler) and what runs after its answer. */
+/** A route with its phases (up to its handler) and what runs after its handler. */
 export interface CompiledRoute<P, A = unknown> {
   readonly route: TableRoute;
   readonly phases: readonly P[];
-  readonly after: A;
+  readonly outbound: A;
 }
 
 export interface RouteTable<P = unknown, A = unknown> {

@@ -26,6 +26,11 @@ const NOT_FOUND = Object.freeze({ kind: 'not_found' } as const);
 export class Router<H> {
   readonly #static = new Map<string, PathEntry<H>>();
   readonly #dynamic: PathEntry<H>[] = [];
+  /**
+   * Whether a static path of each length (below 256) is registered: a path of another length
+   * (/v1/pets/123) is not hashed for a Map lookup that cannot find it.
+   */
+  readonly #staticLengths = new Uint8Array(256);
 
   /** Register `handler` for `method` on `template` (e.g. "/v1/pets/{petId}"). */
   add(method: string, template: string, handler: H): this {
@@ -51,7 +56,8 @@ export class Router<H> {
   }
 
   match(method: string, path: string): Match<H> {
-    const fixed = this.#static.get(path);
+    const n = path.length;
+    const fixed = n < 256 && this.#staticLengths[n] === 0 ? undefined : this.#static.get(path);
     if (fixed) return fixed.found.get(method) ?? pick(fixed, method, NO_PARAMS);
     for (const entry of this.#dynamic) {
       const params = matchSegments(entry.segments, path);
@@ -66,7 +72,10 @@ export class Router<H> {
     const segments = template.split('/').map((part) => (part.startsWith('{') ? { text: part.slice(1, -1), param: true } : { text: part, param: false }));
     const entry: PathEntry<H> = { template, segments, methods: new Map(), allow: '', found: new Map(), refused: NOT_FOUND, otherwise: undefined };
     if (template.includes('{')) this.#dynamic.push(entry);
-    else this.#static.set(template, entry);
+    else {
+      this.#static.set(template, entry);
+      if (template.length < 256) this.#staticLengths[template.length] = 1;
+    }
     return entry;
   }
 }

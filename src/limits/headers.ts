@@ -16,16 +16,30 @@ import type { LimitOutcome, LimitResult } from './contract.js';
 export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'] as const;
 
 /**
- * Appends a charge's headers to a flat [name, value, ...] list (what the app writes); the
- * one place where a LimitResult becomes header fields, so the names above and the values
- * cannot drift apart.
+ * Writes a charge's headers into a flat [name, value, ...] list (what the app writes) from
+ * index `n` on, and returns the index after them; the one place where a LimitResult becomes
+ * header fields, so the names above and the values cannot drift apart.
  */
+export function writeLimitHeaders(out: string[], n: number, limit: LimitResult): number {
+  out[n] = 'X-RateLimit-Limit';
+  out[n + 1] = limit.limit;
+  out[n + 2] = 'X-RateLimit-Remaining';
+  out[n + 3] = limit.remaining;
+  out[n + 4] = 'X-RateLimit-Reset';
+  out[n + 5] = limit.reset;
+  out[n + 6] = 'RateLimit-Policy';
+  out[n + 7] = limit.policy;
+  out[n + 8] = 'RateLimit';
+  out[n + 9] = limit.rateLimit;
+  if (limit.outcome === 'ok') return n + 10;
+  out[n + 10] = 'Retry-After';
+  out[n + 11] = String(limit.retryAfter);
+  return n + 12;
+}
+
+/** Appends a charge's headers to a flat [name, value, ...] list (see writeLimitHeaders). */
 export function pushLimitHeaders(out: string[], limit: LimitResult): void {
-  out.push(
-    'X-RateLimit-Limit', limit.limit, 'X-RateLimit-Remaining', limit.remaining, 'X-RateLimit-Reset', limit.reset,
-    'RateLimit-Policy', limit.policy, 'RateLimit', limit.rateLimit,
-  );
-  if (limit.outcome !== 'ok') out.push('Retry-After', String(limit.retryAfter));
+  writeLimitHeaders(out, out.length, limit);
 }
 
 /** Plain fields, one hidden shape for every result on the hot path. */
@@ -46,6 +60,8 @@ export interface PolicyStrings {
   readonly policy: string;
   readonly minuteLimit: string;
   readonly dayLimit: string;
+  /** The last admitted charge's result under these limits, and what it was made from (see limitResult). */
+  readonly last: { result: LimitResult | undefined; minuteBinds: boolean; remaining: number; resetAt: number; t: number };
 }
 
 const POLICY_CACHE_MAX = 1024;
@@ -78,6 +94,7 @@ export class PolicyCache {
       policy: `"minute";q=${limits.perMinute};w=60, "day";q=${limits.perDay};w=86400`,
       minuteLimit: String(limits.perMinute),
       dayLimit: String(limits.perDay),
+      last: { result: undefined, minuteBinds: true, remaining: -1, resetAt: 0, t: 0 },
     };
     byDay.set(limits.perDay, strings);
     this.#count += 1;
@@ -111,13 +128,21 @@ export function limitResult(
     if (waitMs > msToFull) msToFull = waitMs;
   }
   const resetAt = Math.ceil((nowMs + msToFull) / 1000);
+  const t = Math.ceil(msToNext / 1000);
+  // An admitted charge with the same numbers as the last one under these limits (a client with
+  // a large budget, or requests within one refill) is answered with the same result: its
+  // header values are made once, not per request.
+  const last = strings.last;
+  if (outcome === 'ok' && last.remaining === remaining && last.resetAt === resetAt && last.t === t && last.minuteBinds === minuteBinds && last.result !== undefined) {
+    return last.result;
+  }
   // Reset moves once a second at most for a busy client: its string is kept.
   if (resetAt !== lastReset) {
     lastReset = resetAt;
     lastResetString = String(resetAt);
   }
   const remainingStr = remaining >= 0 && remaining < SMALL.length ? (SMALL[remaining] as string) : String(remaining);
-  return new Result(
+  const result = new Result(
     outcome,
     Math.ceil(waitMs / 1000),
     minuteBinds ? strings.minuteLimit : strings.dayLimit,
@@ -129,8 +154,16 @@ export function limitResult(
     // seconds within which no more than r can be used, here until the next whole token).
     // On a refusal the binding bucket is one without a whole token, so Retry-After (the
     // wait for every bucket) is never earlier than t (section 6).
-    (minuteBinds ? '"minute";r=' : '"day";r=') + remainingStr + ';t=' + Math.ceil(msToNext / 1000),
+    (minuteBinds ? '"minute";r=' : '"day";r=') + remainingStr + ';t=' + t,
   );
+  if (outcome === 'ok') {
+    last.result = result;
+    last.minuteBinds = minuteBinds;
+    last.remaining = remaining;
+    last.resetAt = resetAt;
+    last.t = t;
+  }
+  return result;
 }
 
 // The header values' number formatting, cheap on the hot path: the integers below 1,024

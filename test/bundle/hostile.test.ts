@@ -225,7 +225,7 @@ test('a request in flight when SIGTERM comes is answered with Connection: close,
   }
 });
 
-// endConnection (src/http/send.ts) writes the head with writeHead and then half the body with
+// writeBroken (src/http/broken.ts) writes the head with writeHead and then half the body with
 // res.write(): on a HEAD answer node ignores the write, so the head, only stored until then,
 // is never sent, and the socket.end() in the write's callback closes the connection with
 // nothing written at all: a `truncated` HEAD is an `empty` one.

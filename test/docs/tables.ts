@@ -1,7 +1,7 @@
 // The reference tables of docs/ that the code also holds, generated from the code's own
 // tables: config fields (src/config/fields.ts), command-line options and environment
 // variables (src/cli/flags.ts), routes (src/api/routes.ts, src/admin/admin-routes.ts), the phases of
-// each route (phaseTable of src/http/lifecycle.ts), error codes (src/core/errors.ts) and
+// each route (phaseTable of src/http/lifecycle.ts) and what each step does (PHASES, OUTBOUND), error codes (src/core/errors.ts) and
 // metrics families (a snapshot of src/metrics' registry). A page holds each between markers:
 //
 //   <!-- generated:config-fields -->
@@ -13,7 +13,7 @@
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ADMIN_ROUTES, Faults } from '../../src/admin/index.js';
+import { ADMIN_ROUTES, Faults, RequestJournal } from '../../src/admin/index.js';
 import { ROUTES, openApiRoute } from '../../src/api/index.js';
 import { CLI_OPTIONS } from '../../src/cli/flags.js';
 import { CONFIG_FIELDS, type ConfigField } from '../../src/config/fields.js';
@@ -21,7 +21,8 @@ import { ManualClock } from '../../src/core/clock.js';
 import { ERROR_CODES } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/core/log.js';
 import type { AppDeps } from '../../src/http/exchange.js';
-import { phaseTable } from '../../src/http/lifecycle.js';
+import { PHASES, phaseTable } from '../../src/http/lifecycle.js';
+import { OUTBOUND } from '../../src/http/outbound.js';
 import { parseConfig, type Config } from '../../src/config/index.js';
 import { MemoryLimiter } from '../../src/limits/index.js';
 import { openMemoryStore } from '../../src/store/index.js';
@@ -115,8 +116,9 @@ function routes(): string {
 }
 
 /**
- * The phases each route gets (src/http/lifecycle.ts, phaseTable), with every feature off and
- * with CORS, metrics and an admin key on: the app builds its routes from the same function.
+ * The phases each route gets (src/http/lifecycle.ts, phaseTable) and its steps after the
+ * handler (src/http/outbound.ts), with every feature off (access log on, as by default) and
+ * with CORS, metrics and an admin key on: the app builds its routes from the same functions.
  */
 function phases(): string {
   const key = { key: 'docs-table-key-0123456789abcdef', plan: 'free', name: 'docs' };
@@ -125,9 +127,11 @@ function phases(): string {
   const store = openMemoryStore();
   const clock = new ManualClock();
   const routes = [...ROUTES, openApiRoute(ROUTES, '0.0.0')];
-  const list = (config: Config, metrics: ServiceMetrics | undefined): Map<string, string> => {
+  // Nothing is logged while the table is made: a logger that would write info lines, as the default level does.
+  const logger = { log() {}, enabled: () => true };
+  const list = (config: Config, metrics: ServiceMetrics | undefined): Map<string, { phases: string; outbound: string }> => {
     const deps: AppDeps = {
-      store, clock, logger: silentLogger, config: () => config, publicBase: undefined, routes, metrics,
+      store, clock, logger, config: () => config, publicBase: undefined, routes, metrics,
       keyLimiter: new MemoryLimiter({ clock, ban: config.ban }),
       addressLimiter: new MemoryLimiter({ clock, ban: config.ban }),
       // The phases depend on whether an admin key is configured, not on what the admin
@@ -138,18 +142,34 @@ function phases(): string {
         clock: { now: () => clock.now(), offsetMs: 0, advance: (ms) => Promise.resolve(clock.advance(ms)) },
         snapshots: 'not needed for the phase table',
       },
+      // The journal's step depends only on there being one (as with an admin key).
+      ...(config.admin === undefined ? {} : { journal: new RequestJournal(1) }),
     };
     const name = (method: string, path: string): string =>
       method === '(other)' ? `another method on \`${path}\` (405)` : path === '(any other path)' ? 'a path in no route (404)' : method === '*' ? `\`${path}\` in no admin route (404)` : `${method} \`${path}\``;
-    return new Map(phaseTable(deps, config).map((r) => [name(r.method, r.path), r.phases.join(', ')]));
+    return new Map(phaseTable(deps, config).map((r) => [name(r.method, r.path), { phases: r.phases.join(', '), outbound: r.outbound.join(', ') }]));
   };
   const off = list(plain, undefined);
   const metrics = new ServiceMetrics({ operations: routes.map((r) => r.operationId), version: '0.0.0' });
   const on = list(full, metrics);
   metrics.close();
   const order = (route: string): number => (route.startsWith('another') ? 1 : route.endsWith('(404)') ? 2 : 0);
-  const rows = [...new Set([...off.keys(), ...on.keys()])].sort((a, b) => order(a) - order(b)).map((route) => [route, off.get(route) ?? '(no route)', on.get(route) ?? '(no route)']);
-  return table(['route', 'default config', 'CORS, metrics and an admin key on'], rows);
+  const none = '(no route)';
+  const rows = [...new Set([...off.keys(), ...on.keys()])].sort((a, b) => order(a) - order(b)).map((route) => {
+    const a = off.get(route);
+    const b = on.get(route);
+    return [route, a?.phases ?? none, a?.outbound ?? none, b?.phases ?? none, b?.outbound ?? none];
+  });
+  return table(['route', 'default config: phases', 'after the handler', 'CORS, metrics, an admin key: phases', 'after the handler'], rows);
+}
+
+/** What each phase answers and each step after the handler does (PHASES and OUTBOUND), in the order they run. */
+function lifecycleSteps(): string {
+  const rows = [
+    ...PHASES.map((p) => [`\`${p.name}\``, 'phase', p.does]),
+    ...OUTBOUND.map((o) => [`\`${o.name}\``, 'after the handler', o.does]),
+  ];
+  return table(['step', 'runs', 'answers or does'], rows);
 }
 
 /** Each generated table by the name its markers carry. */
@@ -160,6 +180,7 @@ export const TABLES: Readonly<Record<string, () => string>> = {
   'metrics-families': metricsFamilies,
   routes,
   phases,
+  'lifecycle-steps': lifecycleSteps,
 };
 
 const BLOCK = /(<!-- generated:([a-z-]+) -->\n)([\s\S]*?)(<!-- \/generated -->)/g;

@@ -11,7 +11,8 @@ import { authenticateOn } from '../../src/http/auth.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { silentLogger } from '../../src/core/log.js';
 import { keyDigest, parseConfig, type Config } from '../../src/config/index.js';
-import { Faults, type AdminControl } from '../../src/admin/index.js';
+import { Faults, RequestJournal, type AdminControl } from '../../src/admin/index.js';
+import { ServiceMetrics } from '../../src/metrics/index.js';
 import { ROUTES, openApiRoute, type RouteSpec } from '../../src/api/index.js';
 import { openMemoryStore, type LocalPetStore } from '../../src/store/index.js';
 import { MemoryLimiter } from '../../src/limits/index.js';
@@ -95,6 +96,30 @@ test('each route gets only the phases its declaration and the config call for', 
 
   const noJournal = names(parseConfig(testConfig({ admin: { key: ADMIN_KEY, journal: 0 } }), 'test', '/srv'));
   assert.equal(noJournal['GET /v1/pets'], 'authenticate charge deny expect faults handler', 'journal 0: no journal phase');
+});
+
+test('after the handler, each route gets only the steps its answers can need', (t) => {
+  const plain = parseConfig(testConfig(), 'test', '/srv');
+  const full = parseConfig(testConfig({ admin: { key: ADMIN_KEY }, metrics: true }), 'test', '/srv');
+  const routes = [...ROUTES, openApiRoute(ROUTES, 'test')];
+  const logging = { log() {}, enabled: () => true };
+  const names = (config: Config, deps: Partial<AppDeps> = {}) =>
+    Object.fromEntries(phaseTable({ ...depsFor(() => config, routes), ...deps }, config).map((r) => [`${r.method} ${r.path}`, r.outbound.join(', ')]));
+  // Silent: no access log; no metrics, no admin key: no journal, no connection fault.
+  const off = names(plain);
+  assert.equal(off['GET /v1/pets'], 'rate limit, gathered, request id, content');
+  assert.equal(off['GET /v1/pets/{petId}'], 'deprecation, rate limit, gathered, request id, content', 'the deprecation fields only on the deprecated route');
+  assert.equal(off['GET /healthz'], 'gathered, request id, content', 'an uncharged route has no rate-limit step');
+  assert.equal(off['* (any other path)'], 'rate limit, gathered, request id, content');
+
+  const metrics = new ServiceMetrics({ operations: routes.map((r) => r.operationId), version: 'test' });
+  t.after(() => metrics.close());
+  const on = names(full, { logger: logging, metrics, journal: new RequestJournal(4) });
+  assert.equal(on['GET /v1/pets'], 'rate limit, gathered, request id, content, connection fault, journal, metrics, access log');
+  assert.equal(on['POST /v1/pets'], 'rate limit, gathered, request id, content, connection fault, journal, metrics, access log');
+  assert.equal(on['(other) /v1/pets'], 'rate limit, gathered, request id, content, journal, metrics, access log', 'no fault catches a 405');
+  assert.equal(on['GET /metrics'], 'gathered, request id, content', 'the scrape is neither counted nor logged');
+  assert.equal(on['POST /__admin/reset'], 'rate limit, gathered, request id, content, metrics, access log', 'admin requests are not recorded');
 });
 
 test('the Authorization header is resolved once per connection and config generation', () => {

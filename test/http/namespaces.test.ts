@@ -45,3 +45,26 @@ test('a key revoked by a reload fails in a namespace too, on a connection the ro
   assert.equal(revoked.status, 401, revoked.body);
   assert.equal((await get(handle.port, '/v1/pets', KEYS.free, agent)).status, 401);
 });
+
+test("the access log line of a namespace's request has its path as sent, /ns/{name} included", async (t) => {
+  // Both ways a line is made: fields for an embedder's function, JSON text for a logger that takes it.
+  const fields: Array<Record<string, unknown> | undefined> = [];
+  const json: string[] = [];
+  const loggers = [
+    (level: string, msg: string, f?: Record<string, unknown>) => {
+      if (msg === 'request completed') fields.push(f);
+    },
+    { log() {}, enabled: () => true, logJson: (_level: string, msg: string, text: string) => msg === 'request completed' && json.push(text) },
+  ] as const;
+  for (const logger of loggers) {
+    const handle = await startPetstore({ port: 0, host: '127.0.0.1', config: testConfig({ admin: { key: ADMIN_KEY, namespaces: 2 } }), logger });
+    t.after(() => handle.close());
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    t.after(() => agent.destroy());
+    assert.equal((await get(handle.port, '/ns/a/v1/pets?limit=1', KEYS.free, agent)).status, 200);
+    assert.equal((await get(handle.port, '/v1/pets?limit=2', KEYS.free, agent)).status, 200);
+  }
+  const urls = fields.map((f) => (f?.req as { url?: string } | undefined)?.url);
+  assert.deepEqual(urls, ['/ns/a/v1/pets?limit=1', '/v1/pets?limit=2']);
+  assert.deepEqual(json.map((line) => (JSON.parse(`{${line.slice(1)}}`) as { req: { url: string } }).req.url), ['/ns/a/v1/pets?limit=1', '/v1/pets?limit=2']);
+});
