@@ -1,4 +1,6 @@
 // The durable store: a snapshot file plus an append-only journal, one writer per data file.
+// This file is the writer (the queue, group commit, failures, restores); the files and their
+// upkeep (compaction, rebuild) are data-files.ts.
 //
 // Durability, point by point:
 // - A create resolves only after its journal line is durably written (O_DSYNC, or write +
@@ -15,20 +17,18 @@
 //   would have used are given out again: the journal is cut back to its last durable length
 //   first, or, if that fails too, rebuilt from memory (snapshot + empty journal) before the
 //   next write, so no two durable records ever share an id.
-import { rename } from 'node:fs/promises';
 import { applyBatch, failBatch, planBatch } from '../batch.js';
 import { IndexedStore } from '../indexed.js';
 import type { Op } from '../batch.js';
-import { fsyncDir, makeDir, unlinkIfPresent } from './disk.js';
-import type { DiskOp, IoHook, StorePaths } from './disk.js';
+import type { DiskOp, StorePaths } from './disk.js';
 import { StoreBusyError, StoreUnavailableError } from '../errors.js';
 import type { KeyCursor, KeyTable } from '../idempotency.js';
 import type { LocalSnapshot, PreparedRestore } from '../snapshot-copy.js';
 import type { IndexView, PetIndex } from '../pet-index.js';
-import { JournalWriter } from './journal.js';
+import { DataFiles, type StoreObserver } from './data-files.js';
+import type { JournalWriter } from './journal.js';
 import type { DataLock } from './lock.js';
-import { writeSnapshot } from './snapshot.js';
-import { DEFAULT_MAX_QUEUED_WRITES, describeError, errorCode, type Clock, type Logger } from '../../core/index.js';
+import { DEFAULT_MAX_QUEUED_WRITES, describeError, type Clock, type Logger } from '../../core/index.js';
 
 export interface FileStoreOptions {
   logger: Logger;
@@ -57,18 +57,6 @@ export interface FileStoreOptions {
   observer?: StoreObserver;
 }
 
-/** What the file store reports as it writes: for metrics, never needed to run. */
-export interface StoreObserver {
-  /** A batch of `size` operations was made durable; the append and sync took `seconds`. */
-  batchWritten(size: number, seconds: number): void;
-  /** Bytes of the journal (and its rotated part) that the next snapshot will absorb. */
-  journalBytes(bytes: number): void;
-  /** A compaction ended, written or failed. */
-  compacted(ok: boolean): void;
-}
-
-const DEFAULT_COMPACT_MIN_BYTES = 1024 * 1024;
-
 /** A snapshot restore waiting for the writer: it runs between batches, alone. */
 interface RestoreTask {
   readonly kind: 'restore';
@@ -82,34 +70,17 @@ interface RestoreTask {
 
 /** The running file store; opened by openFileStore (open.ts). */
 export class FileStore extends IndexedStore {
-  readonly #paths: StorePaths;
+  readonly #files: DataFiles;
   readonly #logger: Logger;
   readonly #onFlush: ((batchSize: number) => void) | undefined;
-  readonly #beforeIo: IoHook;
-  readonly #compactMinBytes: number;
   readonly #maxQueued: number;
   readonly #observer: StoreObserver | undefined;
-  /** The active journal; null only while a rebuild is pending after a failure. */
-  #journal: JournalWriter | null;
-  #snapshotBytes: number;
-  /** Size of `.journal.old`, or undefined if there is none. */
-  #oldJournalBytes: number | undefined;
-  /** After a failed compaction, wait until the journal reaches this size before retrying. */
-  #compactRetryAt = 0;
-  /** Set when the journal can no longer be trusted: rewrite everything before the next batch. */
-  #needsRebuild = false;
-  /** A reset was made durable since the last snapshot: the snapshot is all dead weight now. */
-  #resetSinceSnapshot = false;
   readonly #queue: Array<Op | RestoreTask> = [];
   /** Restores in the queue: while 0, the writer takes the whole queue as one batch. */
   #restoresQueued = 0;
   #draining = false;
   #drained: Promise<void> = Promise.resolve();
-  #compaction: Promise<void> | null = null;
   #closing: Promise<void> | null = null;
-  readonly #lock: DataLock;
-  /** Throws unless the data file is still ours to write: checked before a snapshot's rename. */
-  readonly #stillOurs = (): void => this.#lock.reassert();
 
   constructor(
     paths: StorePaths,
@@ -122,18 +93,21 @@ export class FileStore extends IndexedStore {
     lock: DataLock,
   ) {
     super(index, keys, clock);
-    this.#lock = lock;
-    this.#paths = paths;
     this.#logger = opts.logger;
     this.#onFlush = opts.onFlush;
-    this.#beforeIo = opts.beforeIo;
-    this.#compactMinBytes = opts.compactMinBytes ?? DEFAULT_COMPACT_MIN_BYTES;
     this.#maxQueued = opts.maxQueuedWrites ?? DEFAULT_MAX_QUEUED_WRITES;
-    this.#journal = journal;
-    this.#snapshotBytes = sizes.snapshotBytes;
-    this.#oldJournalBytes = sizes.oldJournalBytes;
     this.#observer = opts.observer;
-    this.#reportJournal();
+    this.#files = new DataFiles(paths, journal, sizes, lock, {
+      logger: opts.logger,
+      beforeIo: opts.beforeIo,
+      compactMinBytes: opts.compactMinBytes,
+      observer: opts.observer,
+      view: () => this.#view(),
+      compacted: () => {
+        if (this.#closing === null) this.#wake();
+      },
+    });
+    this.#files.reportJournal();
     // A long journal (or a leftover `.old`) found at start is compacted now, not at the first
     // write, so that the next start is fast even if this run writes nothing.
     this.#wake();
@@ -199,9 +173,9 @@ export class FileStore extends IndexedStore {
         }
         const cut = this.#restoresQueued === 0 ? -1 : this.#queue.findIndex((o) => o.kind === 'restore');
         ops = this.#queue.splice(0, cut < 0 ? this.#queue.length : cut) as Op[];
-        if (ops.length > 0 && (!this.#needsRebuild || (await this.#tryRebuild(ops)))) await this.#commit(ops);
+        if (ops.length > 0 && (!this.#files.needsRebuild || (await this.#tryRebuild(ops)))) await this.#commit(ops);
         ops = [];
-        await this.#maybeStartCompaction();
+        await this.#files.maybeStartCompaction();
       } while (this.#queue.length > 0);
     } catch (err) {
       this.#writerFailed(err, ops);
@@ -223,10 +197,10 @@ export class FileStore extends IndexedStore {
     for (const op of inFlight) op.reject(failure);
     for (const op of this.#queue.splice(0)) op.reject(failure);
     this.#restoresQueued = 0;
-    this.#needsRebuild = true;
-    const journal = this.#journal;
-    this.#journal = null;
-    void this.#closeQuietly(journal);
+    this.#files.needsRebuild = true;
+    const journal = this.#files.journal;
+    this.#files.journal = null;
+    void this.#files.closeQuietly(journal);
   }
 
   /** Writes one batch and makes it visible, or rejects all of it. */
@@ -238,37 +212,33 @@ export class FileStore extends IndexedStore {
       applyBatch(batch, this.index, this.keys);
       return;
     }
-    const journal = this.#journal;
+    const journal = this.#files.journal;
     if (journal === null) {
       // Not reached: a missing journal always comes with #needsRebuild, handled before.
-      this.#needsRebuild = true;
-      failBatch(batch, new StoreUnavailableError(`data file ${this.#paths.given} has no open journal`));
+      this.#files.needsRebuild = true;
+      failBatch(batch, new StoreUnavailableError(`data file ${this.#files.paths.given} has no open journal`));
       return;
     }
     const started = this.#observer === undefined ? 0 : performance.now();
     try {
-      await journal.append(Buffer.from(batch.text), this.#beforeIo);
+      await journal.append(Buffer.from(batch.text), this.#files.beforeIo);
     } catch (err) {
       this.#logger.log('error', 'journal write failed; batch rejected', {
-        file: this.#paths.given,
+        file: this.#files.paths.given,
         batchSize: batch.steps.length,
         error: describeError(err),
       });
-      failBatch(batch, this.#unavailable(err));
+      failBatch(batch, this.#files.unavailable(err));
       await this.#cutBack(journal);
       return;
     }
     applyBatch(batch, this.index, this.keys);
-    if (batch.steps.some((step) => step.op.kind === 'reset')) this.#resetSinceSnapshot = true;
+    if (batch.steps.some((step) => step.op.kind === 'reset')) this.#files.resetSinceSnapshot = true;
     this.#onFlush?.(batch.steps.length);
     if (this.#observer !== undefined) {
       this.#observer.batchWritten(batch.steps.length, (performance.now() - started) / 1000);
-      this.#reportJournal();
+      this.#files.reportJournal();
     }
-  }
-
-  #reportJournal(): void {
-    this.#observer?.journalBytes((this.#journal?.length ?? 0) + (this.#oldJournalBytes ?? 0));
   }
 
   /** After a failed append: keep the journal if it can be cut back, else rebuild before the next write. */
@@ -278,13 +248,13 @@ export class FileStore extends IndexedStore {
       return;
     } catch (err) {
       this.#logger.log('error', 'cannot restore the journal; it will be rewritten before the next write', {
-        file: this.#paths.given,
+        file: this.#files.paths.given,
         error: describeError(err),
       });
     }
-    this.#needsRebuild = true;
-    this.#journal = null;
-    await this.#closeQuietly(journal);
+    this.#files.needsRebuild = true;
+    this.#files.journal = null;
+    await this.#files.closeQuietly(journal);
   }
 
   /**
@@ -294,14 +264,14 @@ export class FileStore extends IndexedStore {
    */
   async #tryRebuild(ops: Op[]): Promise<boolean> {
     try {
-      await this.#rebuild();
+      await this.#files.rebuild();
       return true;
     } catch (err) {
       this.#logger.log('error', 'cannot rewrite the data file; rejecting writes', {
-        file: this.#paths.given,
+        file: this.#files.paths.given,
         error: describeError(err),
       });
-      const failure = this.#unavailable(err);
+      const failure = this.#files.unavailable(err);
       for (const op of ops) op.reject(failure);
       return false;
     }
@@ -317,116 +287,27 @@ export class FileStore extends IndexedStore {
   async #restore(task: RestoreTask): Promise<void> {
     let emptied = false;
     try {
-      const problem = this.#lock.problem();
-      if (problem !== undefined) throw new StoreUnavailableError(`data file ${this.#paths.given} cannot be written: ${problem}`);
-      await this.#compaction;
-      if (this.#needsRebuild || this.#oldJournalBytes !== undefined || this.#journal === null || this.#journal.length > 0) {
-        await this.#rebuild(false);
-      }
+      const problem = this.#files.lock.problem();
+      if (problem !== undefined) throw new StoreUnavailableError(`data file ${this.#files.paths.given} cannot be written: ${problem}`);
+      await this.#files.compaction;
+      if (!this.#files.onlySnapshot) await this.#files.rebuild(false);
       emptied = true;
       const s = task.snapshot;
       const view: IndexView = { pets: s.state.pets, count: s.state.count, nextId: s.nextId };
       const { keys, now } = task.prepared;
-      this.#snapshotBytes = await writeSnapshot(this.#paths, view, this.keys.cursorOf(keys, now), this.#beforeIo, this.#logger, this.#stillOurs);
-      this.#resetSinceSnapshot = false;
+      await this.#files.writeWhole(view, this.keys.cursorOf(keys, now));
     } catch (err) {
-      this.#logger.log('error', 'snapshot restore failed; nothing was restored', { file: this.#paths.given, error: describeError(err) });
+      this.#logger.log('error', 'snapshot restore failed; nothing was restored', { file: this.#files.paths.given, error: describeError(err) });
       // Past the emptying, the rename may or may not have happened: the next write rewrites
       // the data file from memory (the state before the restore) first.
-      if (emptied) this.#needsRebuild = true;
-      task.reject(err instanceof StoreUnavailableError ? err : this.#unavailable(err));
+      if (emptied) this.#files.needsRebuild = true;
+      task.reject(err instanceof StoreUnavailableError ? err : this.#files.unavailable(err));
       return;
     }
     task.apply();
-    this.#reportJournal();
-    this.#logger.log('info', 'snapshot restored', { file: this.#paths.given, pets: task.snapshot.pets });
+    this.#files.reportJournal();
+    this.#logger.log('info', 'snapshot restored', { file: this.#files.paths.given, pets: task.snapshot.pets });
     task.resolve();
-  }
-
-  async #rebuild(afterError = true): Promise<void> {
-    await this.#compaction;
-    await makeDir(this.#paths.dir);
-    this.#lock.reassert();
-    // The snapshot covers everything acknowledged, so only after its rename may the old
-    // journals go: a crash in between replays them over it and skips what it already holds.
-    const [view, keys] = this.#view();
-    this.#snapshotBytes = await writeSnapshot(this.#paths, view, keys, this.#beforeIo, this.#logger, this.#stillOurs);
-    await unlinkIfPresent(this.#paths.oldJournal);
-    this.#oldJournalBytes = undefined;
-    // A journal still open here lost its name (its directory was removed): close it, or its
-    // descriptor would outlive the store.
-    const unlinked = this.#journal;
-    this.#journal = null;
-    await this.#closeQuietly(unlinked);
-    this.#journal = await JournalWriter.create(this.#paths.journal, false);
-    await fsyncDir(this.#paths.dir);
-    this.#needsRebuild = false;
-    if (afterError) this.#logger.log('warn', 'data file rewritten after a disk error', { file: this.#paths.given, pets: this.index.count });
-  }
-
-  /** Between batches: rotate the journal and snapshot in the background if it has grown. */
-  async #maybeStartCompaction(): Promise<void> {
-    const journal = this.#journal;
-    if (journal === null || this.#compaction !== null || this.#needsRebuild || this.#lock.lost) return;
-    const total = journal.length + (this.#oldJournalBytes ?? 0);
-    // Replaying the journal costs about what parsing the snapshot does, so compact once it is
-    // the larger part, or once a reset has made a large snapshot pointless to parse at start.
-    const due =
-      total > Math.max(this.#snapshotBytes, this.#compactMinBytes) ||
-      (this.#resetSinceSnapshot && this.#snapshotBytes + total > this.#compactMinBytes);
-    if (!due || total < this.#compactRetryAt) return;
-    const [view, keys] = this.#view();
-    // With a `.old` left by a failed compaction, skip the rotation: the new snapshot covers
-    // `.old` too, and the active journal may overlap the snapshot (replay skips overlaps).
-    if (this.#oldJournalBytes === undefined && !(await this.#rotate(journal, total))) return;
-    this.#resetSinceSnapshot = false;
-    this.#compaction = this.#compact(view, keys, total).finally(() => {
-      this.#compaction = null;
-      // Writes during the compaction (a reset, a large seed) may have made another one due.
-      if (this.#closing === null) this.#wake();
-    });
-  }
-
-  /** Renames the journal to `.old` and opens a fresh one. False if the compaction is off. */
-  async #rotate(journal: JournalWriter, total: number): Promise<boolean> {
-    try {
-      this.#beforeIo?.('rotate');
-      await rename(this.#paths.journal, this.#paths.oldJournal);
-    } catch (err) {
-      this.#compactionFailed(err, total);
-      return false;
-    }
-    // From here the active journal's name is gone; the store needs a fresh one to go on.
-    this.#oldJournalBytes = journal.length;
-    try {
-      const fresh = await JournalWriter.create(this.#paths.journal, true);
-      this.#journal = fresh;
-      await fsyncDir(this.#paths.dir); // the rename and the new name, before any ack from it
-    } catch (err) {
-      this.#logger.log('error', 'journal rotation failed; the data file will be rewritten', { error: describeError(err) });
-      this.#needsRebuild = true;
-      if (this.#journal !== journal) await this.#closeQuietly(this.#journal);
-      this.#journal = null;
-      await this.#closeQuietly(journal);
-      return false;
-    }
-    await this.#closeQuietly(journal);
-    return true;
-  }
-
-  /** Writes the snapshot of `view` (runs beside new batches), then drops `.old`. */
-  async #compact(view: IndexView, keys: KeyCursor, total: number): Promise<void> {
-    try {
-      this.#snapshotBytes = await writeSnapshot(this.#paths, view, keys, this.#beforeIo, this.#logger, this.#stillOurs);
-      await unlinkIfPresent(this.#paths.oldJournal);
-      this.#oldJournalBytes = undefined;
-      this.#compactRetryAt = 0;
-      this.#observer?.compacted(true);
-      this.#reportJournal();
-      this.#logger.log('info', 'data file compacted', { file: this.#paths.given, pets: view.count, bytes: this.#snapshotBytes });
-    } catch (err) {
-      this.#compactionFailed(err, total);
-    }
   }
 
   /**
@@ -439,59 +320,36 @@ export class FileStore extends IndexedStore {
     return [this.index.view(), this.keys.cursor(now)];
   }
 
-  #compactionFailed(err: unknown, total: number): void {
-    this.#compactRetryAt = total + this.#compactMinBytes;
-    this.#observer?.compacted(false);
-    this.#logger.log('warn', 'compaction failed; will retry later', { file: this.#paths.given, error: describeError(err) });
-  }
-
   async #shutdown(): Promise<void> {
     await this.#drained;
-    await this.#compaction;
+    await this.#files.compaction;
     let failure: Error | undefined;
     // A directory deleted since the last write is noticed only here: the journal, unlinked
     // with it, would take every acknowledged pet along when closed.
-    if (!this.#needsRebuild && this.#journal && !stillLinked(this.#journal)) {
-      this.#needsRebuild = true;
+    if (!this.#files.needsRebuild && this.#files.journal && !stillLinked(this.#files.journal)) {
+      this.#files.needsRebuild = true;
     }
-    if (this.#needsRebuild) {
+    if (this.#files.needsRebuild) {
       // The last write failed in a way that may have lost the files (directory removed):
       // one more attempt to leave every acknowledged pet on disk.
-      await this.#rebuild().catch((err: unknown) => {
-        failure = this.#unavailable(err);
-        this.#logger.log('error', 'closing with acknowledged pets not on disk', { file: this.#paths.given, error: describeError(err) });
+      await this.#files.rebuild().catch((err: unknown) => {
+        failure = this.#files.unavailable(err);
+        this.#logger.log('error', 'closing with acknowledged pets not on disk', { file: this.#files.paths.given, error: describeError(err) });
       });
     }
-    await this.#closeQuietly(this.#journal);
-    this.#journal = null;
-    this.#lock.release();
+    await this.#files.closeQuietly(this.#files.journal);
+    this.#files.journal = null;
+    this.#files.lock.release();
     if (failure !== undefined) throw failure;
-  }
-
-  async #closeQuietly(journal: JournalWriter | null): Promise<void> {
-    try {
-      await journal?.close();
-    } catch (err) {
-      // Every byte it held is already synced (or its batch was rejected); nothing to recover.
-      this.#logger.log('warn', 'closing the journal failed', { file: this.#paths.given, error: describeError(err) });
-    }
   }
 
   /** Before each batch: a lock that is no longer ours (lock.ts) refuses the batch. */
   #lockLost(ops: Op[]): boolean {
-    const problem = this.#lock.problem();
+    const problem = this.#files.lock.problem();
     if (problem === undefined) return false;
-    const failure = new StoreUnavailableError(`data file ${this.#paths.given} cannot be written: ${problem}`);
+    const failure = new StoreUnavailableError(`data file ${this.#files.paths.given} cannot be written: ${problem}`);
     for (const op of ops) op.reject(failure);
     return true;
-  }
-
-  #unavailable(err: unknown): StoreUnavailableError {
-    const code = errorCode(err);
-    return new StoreUnavailableError(
-      `data file ${this.#paths.given} cannot be written${code === undefined ? '' : ` (${code})`}: ${describeError(err)}`,
-      { cause: err },
-    );
   }
 }
 
