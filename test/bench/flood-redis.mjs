@@ -135,7 +135,10 @@ function memory(pid) {
 // The flood: a child process on CPU 1, counting status lines (all the parsing it needs, so
 // that the server is what is measured); it sends its counts over IPC when asked.
 
+// The reading is test/support/flood.ts's, which the black-box fairness tests use.
+const { ANSWER_READER_SOURCE } = await import('../../build/test/support/flood.js');
 const FLOOD_SOURCE = `
+${ANSWER_READER_SOURCE}
 const net = require('node:net');
 const [port, connections, depth, reconnect] = process.argv.slice(1).map(Number);
 const request = 'GET /v1/pets HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n';
@@ -153,22 +156,8 @@ const open = () => {
     counts.closed++;
     if (reconnect) setTimeout(open, 10);
   });
-  let tail = '';
   s.on('connect', () => s.write(request.repeat(depth)));
-  s.on('data', (d) => {
-    const text = tail + d.toString('latin1');
-    let n = 0;
-    let last = 0;
-    for (let i = text.indexOf('HTTP/1.1 '); i !== -1 && i + 12 <= text.length; i = text.indexOf('HTTP/1.1 ', last)) {
-      n++;
-      const code = text.slice(i + 9, i + 12);
-      counts.statuses[code] = (counts.statuses[code] || 0) + 1;
-      last = i + 12;
-    }
-    tail = text.slice(Math.max(last, text.length - 11));
-    counts.answers += n;
-    if (n > 0 && !s.destroyed) s.write(request.repeat(n));
-  });
+  readAnswers(s, counts, request);
 };
 for (let c = 0; c < connections; c++) open();
 process.on('message', (m) => {

@@ -27,8 +27,31 @@ export interface FloodCounts {
 }
 
 // Counting status lines is all the parsing the flood needs: it keeps the client cheap, so the
-// server is what is measured.
+// server is what is measured. As source, for a flood's own thread or process
+// (test/bench/flood-redis.mjs uses it too): `readAnswers(s, counts, request)` counts every
+// answer read on `s` by status, and sends one more `request` for each.
+export const ANSWER_READER_SOURCE = `
+const readAnswers = (s, counts, request) => {
+  let tail = '';
+  s.on('data', (d) => {
+    const text = tail + d.toString('latin1');
+    let n = 0;
+    let last = 0;
+    for (let i = text.indexOf('HTTP/1.1 '); i !== -1 && i + 12 <= text.length; i = text.indexOf('HTTP/1.1 ', last)) {
+      n++;
+      const code = text.slice(i + 9, i + 12);
+      counts.statuses[code] = (counts.statuses[code] || 0) + 1;
+      last = i + 12;
+    }
+    tail = text.slice(Math.max(last, text.length - 11));
+    counts.answers += n;
+    if (n > 0 && !s.destroyed) s.write(request.repeat(n));
+  });
+};
+`;
+
 const FLOOD_SOURCE = `
+${ANSWER_READER_SOURCE}
 const { parentPort, workerData } = require('node:worker_threads');
 const net = require('node:net');
 const { port, connections, request, depth, read } = workerData;
@@ -48,22 +71,8 @@ for (let c = 0; c < connections; c++) {
     s.on('connect', () => flood(s));
     continue;
   }
-  let tail = '';
   s.on('connect', () => s.write(batch));
-  s.on('data', (d) => {
-    const text = tail + d.toString('latin1');
-    let n = 0;
-    let last = 0;
-    for (let i = text.indexOf('HTTP/1.1 '); i !== -1 && i + 12 <= text.length; i = text.indexOf('HTTP/1.1 ', last)) {
-      n++;
-      const code = text.slice(i + 9, i + 12);
-      counts.statuses[code] = (counts.statuses[code] || 0) + 1;
-      last = i + 12;
-    }
-    tail = text.slice(Math.max(last, text.length - 11));
-    counts.answers += n;
-    if (n > 0 && !s.destroyed) s.write(request.repeat(n));
-  });
+  readAnswers(s, counts, request);
 }
 parentPort.on('message', (m) => {
   if (m === 'stop') for (const s of sockets) s.destroy();
