@@ -37,11 +37,6 @@ export function writeLimitHeaders(out: string[], n: number, limit: LimitResult):
   return n + 12;
 }
 
-/** Appends a charge's headers to a flat [name, value, ...] list (see writeLimitHeaders). */
-export function pushLimitHeaders(out: string[], limit: LimitResult): void {
-  writeLimitHeaders(out, out.length, limit);
-}
-
 /** Plain fields, one hidden shape for every result on the hot path. */
 class Result implements LimitResult {
   constructor(

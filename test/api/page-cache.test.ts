@@ -2,11 +2,10 @@
 // its body in memory of its own), least recently used entries go first.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { PageCache, PetCache } from '../../src/api/index.js';
 import { MAX_KEPT_LINK } from '../../src/api/page-cache.js';
 import { openMemoryStore } from '../../src/store/index.js';
+import { liveBytes as live } from '../support/gc.js';
 
 const store = openMemoryStore(); // empty: generation and count stay as they are
 const page = (bytes: number): Parameters<PageCache['set']>[1] => ({ generation: store.generation, count: store.count, body: Buffer.alloc(bytes), nextAfter: 1, limit: 20, status: undefined });
@@ -53,14 +52,6 @@ test('a kept body owns its memory: a small Buffer is never kept as a slice of a 
 });
 
 test('a full pet cache of pooled bodies holds no more memory than its bound', () => {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
-  const live = (): number => {
-    gc();
-    gc();
-    const m = process.memoryUsage();
-    return m.heapUsed + m.external;
-  };
   const pets = new PetCache();
   const before = live();
   const waste: Buffer[] = [];
