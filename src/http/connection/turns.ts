@@ -9,7 +9,16 @@
 //
 // So each connection gets, per turn of the event loop, at most PER_TURN requests handled; the
 // rest of what it sent waits, in order, for the following turns, and the connection is not
-// read meanwhile (other connections' reads, and every timer, come first). And a connection
+// read meanwhile (other connections' reads, and every timer, come first).
+//
+// A turn is counted without a callback per turn of the event loop: a setImmediate in every
+// turn, for a server answering one request per turn (every client sending one at a time, on a
+// machine with cycles to spare) cost as many instructions as the rest of that request's own
+// code. A connection's count is started afresh once a turn of ours has run (the round robin,
+// scheduled only when requests wait) or once the read that brought its PER_TURN-th request
+// is over (one process.nextTick then). So a client sending one request at a time pays one
+// tick per PER_TURN requests and is never queued; a pipelining one has at most PER_TURN
+// handled per read, the rest queued for the round robin, as before. And a connection
 // has at most MAX_OUTSTANDING requests handled but not yet answered (an answer counts until
 // it has left for the network: a client that does not read its answers has them count too);
 // past that it is neither read nor served until half of them are answered (a request waiting
@@ -112,6 +121,7 @@ export function takeTurns(listener: RequestListener): RequestListener {
     ticking = false;
     turn++;
     let budget = TURN_BUDGET;
+    // (Connections served here start their next read afresh: see below.)
     // (Connections listed again during this turn wait for the next one.)
     const end = listed.length;
     while (first < end && budget > 0) {
@@ -120,6 +130,7 @@ export function takeTurns(listener: RequestListener): RequestListener {
       conn.listed = false;
       budget -= serve(conn);
     }
+    turn++;
     if (first === listed.length) {
       listed.length = 0;
       first = 0;
@@ -135,6 +146,18 @@ export function takeTurns(listener: RequestListener): RequestListener {
     if (!ticking) {
       ticking = true;
       setImmediate(nextTurn);
+    }
+  };
+  /** The read being handled is over once its callback returns: counts start afresh after it. */
+  let readEnding = false;
+  const endRead = (): void => {
+    readEnding = false;
+    turn++;
+  };
+  const endReadSoon = (): void => {
+    if (!readEnding) {
+      readEnding = true;
+      process.nextTick(endRead);
     }
   };
 
@@ -245,12 +268,13 @@ export function takeTurns(listener: RequestListener): RequestListener {
     if (conn.turn !== turn) {
       conn.turn = turn;
       conn.served = 0;
-      tick();
     }
     // A connection with nothing waiting has its first requests of the turn handled as they
     // come: a client that sends one request at a time never waits behind pipelining ones.
     if (conn.head === conn.queue.length && conn.served < PER_TURN && mayServe(conn)) {
       handle(conn, req, res);
+      // (Its share is spent: the next request of this read waits; the next read starts afresh.)
+      if (conn.served === PER_TURN) endReadSoon();
       if (conn.outstanding >= MAX_OUTSTANDING) holdUnread(conn);
       else if (!mayServe(conn)) waitForTotal(conn);
       return;
