@@ -89,10 +89,29 @@ export function requestId(req: IncomingMessage, next: () => string): string {
  * instances without the cost of a UUID per request.
  */
 export function requestIds(): () => string {
-  const prefix = randomUUID().slice(0, 8);
+  const prefix = `${randomUUID().slice(0, 8)}-`;
   let n = 0;
-  return () => `${prefix}-${(++n).toString(36)}`;
+  // The counter in base 36 is its high digits, remade once every 1,296 ids, and its last two
+  // from a table: Number#toString(36) per request was half a microsecond's worth of
+  // instructions, as much as the rest of making the answer's head. The text is the same.
+  let high = -1;
+  let head = '';
+  return () => {
+    n++;
+    const h = Math.floor(n / LOW_COUNT);
+    if (h !== high) {
+      high = h;
+      head = h === 0 ? prefix : `${prefix}${h.toString(36)}`;
+    }
+    const low = n - h * LOW_COUNT;
+    return head + (h === 0 ? (LOW_SHORT[low] as string) : (LOW_PADDED[low] as string));
+  };
 }
+
+/** Two base-36 digits: 0 to 1,295, as toString(36) writes them alone and after higher digits. */
+const LOW_COUNT = 36 * 36;
+const LOW_SHORT: readonly string[] = Array.from({ length: LOW_COUNT }, (_, i) => i.toString(36));
+const LOW_PADDED: readonly string[] = LOW_SHORT.map((text) => text.padStart(2, '0'));
 
 /** The public base URL of a request's links (call it through lifecycle.ts's baseOf: once a request). */
 export function base(app: Instance, req: IncomingMessage, config: Config): string {
