@@ -63,6 +63,9 @@ export interface Instance {
 }
 
 /** Per-request state carried through the phases (a class: one hidden shape for every request). */
+/** The params of a request whose route has none (most): one object for all, never written. */
+const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
+
 export class Exchange {
   /**
    * Headers every response of this request carries (CORS, Allow, Connection, ...). The two
@@ -84,7 +87,7 @@ export class Exchange {
   /** The request target's path and query string (without '?'). */
   path = '';
   rawQuery = '';
-  params: Readonly<Record<string, string>> = {};
+  params: Readonly<Record<string, string>> = NO_PARAMS;
   /** What authentication found: a key, a failure (answered 401 after the limiter), or undefined (none needed, or the admin key). */
   auth: AuthResult | undefined = undefined;
   /** The public base URL, computed at most once (see baseOf). */

@@ -46,13 +46,21 @@ export const requestIdField: HeadStep = (x, out, n) => {
   return n + 2;
 };
 
+/** The last body length written and its text: answers of one kind come in runs of one length. */
+let lastLength = -1;
+let lastLengthText = '';
+
 /** The body's type and length (none without a body), then Cache-Control. */
 export const contentFields: HeadStep = (_x, out, n, type, length) => {
   if (length !== undefined) {
+    if (length !== lastLength) {
+      lastLength = length;
+      lastLengthText = String(length);
+    }
     out[n] = 'Content-Type';
     out[n + 1] = type;
     out[n + 2] = 'Content-Length';
-    out[n + 3] = String(length);
+    out[n + 3] = lastLengthText;
     n += 4;
   }
   out[n] = 'Cache-Control';

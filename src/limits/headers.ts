@@ -66,9 +66,24 @@ export class PolicyCache {
   /** perMinute -> perDay -> strings. */
   readonly #policies = new Map<number, Map<number, PolicyStrings>>();
   #count = 0;
+  /**
+   * The last limits object asked for and its strings: a key's limits are one object for as
+   * long as its config is in force, so a client sending request after request is answered
+   * without the two Map lookups (by numbers, the day's often not a small integer).
+   */
+  #lastLimits: Limits | undefined = undefined;
+  #lastStrings: PolicyStrings | undefined = undefined;
 
   /** The strings of `limits`; throws (RangeError) on limits no bucket can have. */
   get(limits: Limits): PolicyStrings {
+    if (limits === this.#lastLimits) return this.#lastStrings as PolicyStrings;
+    const strings = this.#lookUp(limits);
+    this.#lastLimits = limits;
+    this.#lastStrings = strings;
+    return strings;
+  }
+
+  #lookUp(limits: Limits): PolicyStrings {
     let byDay = this.#policies.get(limits.perMinute);
     const hit = byDay?.get(limits.perDay);
     if (hit !== undefined) return hit;

@@ -54,10 +54,13 @@ export function nodeServer(listener: RequestListener, maxConnections: number, st
  */
 function closingWhenStopping(stopping: () => boolean): typeof ServerResponse {
   class ClosingWhenStopping extends ServerResponse {}
-  const writeHead = ServerResponse.prototype.writeHead as (this: ServerResponse, ...args: unknown[]) => ServerResponse;
-  ClosingWhenStopping.prototype.writeHead = function writeHeadClosing(this: ServerResponse, ...args: unknown[]): ServerResponse {
+  const writeHead = ServerResponse.prototype.writeHead as (this: ServerResponse, status: number, reason?: unknown, headers?: unknown) => ServerResponse;
+  // (Three plain parameters, as node's own writeHead has, not a rest array passed on with
+  // apply: this runs for every answer. node reads writeHead(status, headers) and
+  // writeHead(status, reason, headers) the same way with the third left undefined.)
+  ClosingWhenStopping.prototype.writeHead = function writeHeadClosing(this: ServerResponse, status: number, reason?: unknown, headers?: unknown): ServerResponse {
     if (stopping()) this.setHeader('connection', 'close');
-    return writeHead.apply(this, args);
+    return writeHead.call(this, status, reason, headers);
   } as ServerResponse['writeHead'];
   return ClosingWhenStopping as typeof ServerResponse;
 }
