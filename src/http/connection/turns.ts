@@ -29,7 +29,9 @@
 //
 // A request costs a few property checks and one 'close' listener on its response.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RequestListener } from './contract.js';
+import type { Socket } from 'node:net';
+import type { RequestListener, TurnsListener } from './contract.js';
+import { holdReading, releaseReading } from './node-internals.js';
 import { MAX_OUTSTANDING, holdUnread, readIfFree } from './reading.js';
 import { connectionOf, existingConnection, type Connection } from './state.js';
 
@@ -52,10 +54,31 @@ export const TURN_BUDGET = 64;
  */
 export const MAX_QUEUED = 8_192;
 /**
+ * Waiting requests (queued and unanswered, over all connections) from which a request that
+ * came in a large read (BIG_READ) is not handled at once but queued, even on a connection with
+ * nothing waiting: such a read may push the total past MAX_QUEUED and have its connection
+ * closed, and a request of it in flight (waiting on Redis) would keep every request node
+ * parsed from that read alive until its answer, long enough to be promoted to V8's old space.
+ */
+export const NEAR_MAX_QUEUED = MAX_QUEUED >> 1;
+/**
+ * A read of more than this many bytes is a pipelining burst (a client sending one request at
+ * a time sends one request's head per read).
+ */
+export const BIG_READ = 16 * 1024;
+/**
  * Requests handled and not yet answered over all connections, past which only connections with
  * fewer than PER_TURN of their own in flight are served (see above).
  */
 export const MAX_OUTSTANDING_TOTAL = 1_024;
+/**
+ * New connections that start being read per turn. node accepts every connection waiting when
+ * it accepts at all (a hundred at once when a flood connects), and reads all of them in the
+ * loop's next poll, one read each, parsed whole before anything else runs: a hundred reads of
+ * pipelined requests (a hundred thousand of them) alive together, for seconds. The others
+ * wait, unread, in the order they came, for the following turns.
+ */
+export const NEW_PER_TURN = 4;
 /** The total below which the connections stopped by MAX_OUTSTANDING_TOTAL go on. */
 const RESUME_TOTAL = (MAX_OUTSTANDING_TOTAL >> 2) * 3;
 
@@ -64,9 +87,14 @@ const RESUME_TOTAL = (MAX_OUTSTANDING_TOTAL >> 2) * 3;
  * the event loop and MAX_OUTSTANDING unanswered at a time; the others wait, in order, with
  * the connection unread. One instance per server (the turn count is its own).
  */
-export function takeTurns(listener: RequestListener): RequestListener {
+export function takeTurns(listener: RequestListener): TurnsListener {
   let turn = 0;
   let ticking = false;
+  /** New connections not yet read, in the order they came (a queue: `firstNew` is its head). */
+  const fresh: Array<Socket | undefined> = [];
+  let firstNew = 0;
+  /** New connections let read since the last turn. */
+  let admitted = 0;
   /** Connections with requests waiting for a turn, served round robin (a queue: `first` is its head). */
   const listed: Array<Connection | undefined> = [];
   let first = 0;
@@ -111,12 +139,15 @@ export function takeTurns(listener: RequestListener): RequestListener {
   const nextTurn = (): void => {
     ticking = false;
     turn++;
+    admitted = 0;
+    if (firstNew < fresh.length) admitWaiting();
     let budget = TURN_BUDGET;
     // (Connections listed again during this turn wait for the next one.)
     const end = listed.length;
     while (first < end && budget > 0) {
-      const conn = listed[first] as Connection;
+      const conn = listed[first];
       listed[first++] = undefined;
+      if (conn === undefined) continue;
       conn.listed = false;
       budget -= serve(conn);
     }
@@ -131,6 +162,28 @@ export function takeTurns(listener: RequestListener): RequestListener {
       tick();
     }
   };
+  /** The new connections waiting longest are read, NEW_PER_TURN this turn. */
+  const admitWaiting = (): void => {
+    while (firstNew < fresh.length && admitted < NEW_PER_TURN) {
+      const socket = fresh[firstNew] as Socket;
+      fresh[firstNew++] = undefined;
+      // (One the client closed meanwhile is skipped.)
+      if (socket.destroyed) continue;
+      admitted++;
+      releaseReading(socket);
+    }
+    if (firstNew === fresh.length) {
+      fresh.length = 0;
+      firstNew = 0;
+    } else {
+      if (firstNew > 1024) {
+        fresh.splice(0, firstNew);
+        firstNew = 0;
+      }
+      tick();
+    }
+  };
+
   const tick = (): void => {
     if (!ticking) {
       ticking = true;
@@ -202,6 +255,11 @@ export function takeTurns(listener: RequestListener): RequestListener {
     outstandingTotal -= conn.outstanding;
     conn.outstanding = 0;
     conn.gone = true;
+    if (conn.listed) {
+      conn.listed = false;
+      const at = listed.indexOf(conn, first);
+      if (at >= 0) listed[at] = undefined;
+    }
     if (conn.waitsForTotal) {
       conn.waitsForTotal = false;
       waitingForTotal.delete(conn);
@@ -217,6 +275,22 @@ export function takeTurns(listener: RequestListener): RequestListener {
   const tooMany = (conn: Connection): boolean => queuedTotal + outstandingTotal >= MAX_QUEUED
     && ((conn.queue.length - conn.head) >> 1) + conn.outstanding >= 2 * MAX_OUTSTANDING;
 
+  /**
+   * Whether the request now parsed came in a read of more than BIG_READ bytes: node has read
+   * it whole before the first of its requests comes (socket.bytesRead counts it all).
+   * Looked at only near the bound, so bytesSeen may be older than the connection's last read:
+   * then the reads since count as one (a request of a client that sent more than BIG_READ
+   * since waits for its turn once).
+   */
+  const inBigRead = (conn: Connection): boolean => {
+    const read = conn.socket.bytesRead;
+    if (read !== conn.bytesSeen) {
+      conn.bigRead = read - conn.bytesSeen > BIG_READ;
+      conn.bytesSeen = read;
+    }
+    return conn.bigRead;
+  };
+
   const answered = (conn: Connection): void => {
     if (conn.gone) return;
     conn.outstanding--;
@@ -231,7 +305,7 @@ export function takeTurns(listener: RequestListener): RequestListener {
     if (waitingForTotal.size > 0) totalFell();
   };
 
-  return (req, res) => {
+  const turns = (req: IncomingMessage, res: ServerResponse): void => {
     const socket = req.socket;
     // (A connection closed while node parses what it sent: node aborts the rest on close.)
     if (socket.destroyed) return;
@@ -249,7 +323,8 @@ export function takeTurns(listener: RequestListener): RequestListener {
     }
     // A connection with nothing waiting has its first requests of the turn handled as they
     // come: a client that sends one request at a time never waits behind pipelining ones.
-    if (conn.head === conn.queue.length && conn.served < PER_TURN && mayServe(conn)) {
+    if (conn.head === conn.queue.length && conn.served < PER_TURN && mayServe(conn)
+      && (queuedTotal + outstandingTotal < NEAR_MAX_QUEUED || !inBigRead(conn))) {
       handle(conn, req, res);
       if (conn.outstanding >= MAX_OUTSTANDING) holdUnread(conn);
       else if (!mayServe(conn)) waitForTotal(conn);
@@ -265,4 +340,23 @@ export function takeTurns(listener: RequestListener): RequestListener {
     holdUnread(conn);
     list(conn);
   };
+
+  /**
+   * A new connection (node:http's 'connection' event): read at once while fewer than
+   * NEW_PER_TURN have been since the last turn and none waits; else it waits, unread, for a
+   * later turn.
+   */
+  const admit = (socket: Socket): void => {
+    if (admitted < NEW_PER_TURN && firstNew === fresh.length) {
+      admitted++;
+      // (The count starts again at the next turn.)
+      tick();
+      return;
+    }
+    holdReading(socket);
+    fresh.push(socket);
+    tick();
+  };
+
+  return Object.assign(turns, { admit });
 }
