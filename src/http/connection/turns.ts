@@ -76,7 +76,7 @@ export const MAX_OUTSTANDING_TOTAL = 1_024;
  * it accepts at all (a hundred at once when a flood connects), and reads all of them in the
  * loop's next poll, one read each, parsed whole before anything else runs: a hundred reads of
  * pipelined requests (a hundred thousand of them) alive together, for seconds. The others
- * wait, unread, in the order they came, for the following turns.
+ * wait, unread, for the following turns.
  */
 export const NEW_PER_TURN = 4;
 /** The total below which the connections stopped by MAX_OUTSTANDING_TOTAL go on. */
@@ -90,9 +90,10 @@ const RESUME_TOTAL = (MAX_OUTSTANDING_TOTAL >> 2) * 3;
 export function takeTurns(listener: RequestListener): TurnsListener {
   let turn = 0;
   let ticking = false;
-  /** New connections not yet read, in the order they came (a queue: `firstNew` is its head). */
-  const fresh: Array<Socket | undefined> = [];
-  let firstNew = 0;
+  /** New connections not yet read, the newest last (read newest first). */
+  const fresh: Socket[] = [];
+  /** How many of them the client has closed meanwhile (taken out once they are half). */
+  let freshGone = 0;
   /** New connections let read since the last turn. */
   let admitted = 0;
   /** Connections with requests waiting for a turn, served round robin (a queue: `first` is its head). */
@@ -140,7 +141,7 @@ export function takeTurns(listener: RequestListener): TurnsListener {
     ticking = false;
     turn++;
     admitted = 0;
-    if (firstNew < fresh.length) admitWaiting();
+    if (fresh.length > 0) admitWaiting();
     let budget = TURN_BUDGET;
     // (Connections listed again during this turn wait for the next one.)
     const end = listed.length;
@@ -162,26 +163,39 @@ export function takeTurns(listener: RequestListener): TurnsListener {
       tick();
     }
   };
-  /** The new connections waiting longest are read, NEW_PER_TURN this turn. */
+  /** Whether a new connection may be read now (besides NEW_PER_TURN a turn). */
+  const roomForNew = (): boolean => queuedTotal + outstandingTotal < NEAR_MAX_QUEUED;
+
+  /**
+   * Waiting new connections are read, newest first, NEW_PER_TURN this turn, while the
+   * requests waiting over all connections are below NEAR_MAX_QUEUED. (Newest first: under a
+   * flood that reconnects, a newcomer is read at the next chance instead of behind every
+   * connection the flood has waiting; one that waits past node's headersTimeout is closed by
+   * node.) Until then they stay unread: reading them would only parse requests to be thrown
+   * away with a connection closed at MAX_QUEUED, which the flood then opens again.
+   */
   const admitWaiting = (): void => {
-    while (firstNew < fresh.length && admitted < NEW_PER_TURN) {
-      const socket = fresh[firstNew] as Socket;
-      fresh[firstNew++] = undefined;
+    while (fresh.length > 0 && admitted < NEW_PER_TURN && roomForNew()) {
+      const socket = fresh.pop() as Socket;
       // (One the client closed meanwhile is skipped.)
-      if (socket.destroyed) continue;
+      if (socket.destroyed) {
+        freshGone--;
+        continue;
+      }
       admitted++;
+      socket.removeListener('close', freshClosed);
       releaseReading(socket);
     }
-    if (firstNew === fresh.length) {
-      fresh.length = 0;
-      firstNew = 0;
-    } else {
-      if (firstNew > 1024) {
-        fresh.splice(0, firstNew);
-        firstNew = 0;
-      }
-      tick();
-    }
+    // More may be read next turn (those stopped by the total wait for it to fall: answered()).
+    if (fresh.length > 0 && roomForNew()) tick();
+  };
+  /** A waiting new connection was closed by its client. */
+  const freshClosed = (): void => {
+    if (++freshGone <= fresh.length >> 1) return;
+    let kept = 0;
+    for (const socket of fresh) if (!socket.destroyed) fresh[kept++] = socket;
+    fresh.length = kept;
+    freshGone = 0;
   };
 
   const tick = (): void => {
@@ -295,6 +309,7 @@ export function takeTurns(listener: RequestListener): TurnsListener {
     if (conn.gone) return;
     conn.outstanding--;
     outstandingTotal--;
+    if (fresh.length > 0 && !ticking && roomForNew()) tick();
     if (conn.waitsForTotal && conn.outstanding < PER_TURN) goOn(conn);
     else if (conn.outstanding <= MAX_OUTSTANDING >> 1) {
       if (conn.outstanding === MAX_OUTSTANDING >> 1 && conn.queued && !conn.waitsForTotal) list(conn);
@@ -343,11 +358,11 @@ export function takeTurns(listener: RequestListener): TurnsListener {
 
   /**
    * A new connection (node:http's 'connection' event): read at once while fewer than
-   * NEW_PER_TURN have been since the last turn and none waits; else it waits, unread, for a
-   * later turn.
+   * NEW_PER_TURN have been since the last turn, none waits, and the requests waiting over all
+   * connections are below NEAR_MAX_QUEUED; else it waits, unread, for a later turn.
    */
   const admit = (socket: Socket): void => {
-    if (admitted < NEW_PER_TURN && firstNew === fresh.length) {
+    if (admitted < NEW_PER_TURN && fresh.length === 0 && roomForNew()) {
       admitted++;
       // (The count starts again at the next turn.)
       tick();
@@ -355,7 +370,8 @@ export function takeTurns(listener: RequestListener): TurnsListener {
     }
     holdReading(socket);
     fresh.push(socket);
-    tick();
+    socket.once('close', freshClosed);
+    if (roomForNew()) tick();
   };
 
   return Object.assign(turns, { admit });
