@@ -162,6 +162,8 @@ export function takeTurns(listener: RequestListener): TurnsListener {
       }
       tick();
     }
+    // (New connections stopped by the total: the requests served this turn may have made room.)
+    if (fresh.length > 0 && roomForNew()) tick();
   };
   /** Whether a new connection may be read now (besides NEW_PER_TURN a turn). */
   const roomForNew = (): boolean => queuedTotal + outstandingTotal < NEAR_MAX_QUEUED;
@@ -279,6 +281,7 @@ export function takeTurns(listener: RequestListener): TurnsListener {
       waitingForTotal.delete(conn);
     }
     if (waitingForTotal.size > 0) totalFell();
+    if (fresh.length > 0 && !ticking && roomForNew()) tick();
   };
 
   /**

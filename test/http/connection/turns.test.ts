@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { MAX_OUTSTANDING, MAX_OUTSTANDING_TOTAL, PER_TURN, takeTurns } from '../../../src/http/connection/turns.js';
+import { MAX_OUTSTANDING, MAX_OUTSTANDING_TOTAL, MAX_QUEUED, NEAR_MAX_QUEUED, NEW_PER_TURN, PER_TURN, takeTurns } from '../../../src/http/connection/turns.js';
 import { FakeSocket, request, turns, type FakeResponse } from './fakes.js';
 
 /** A takeTurns listener recording what it handled (by url), keeping each response to answer later. */
@@ -119,4 +119,65 @@ test('over all connections at most MAX_OUTSTANDING_TOTAL wait for their answers,
     assert.deepEqual(own, Array.from({ length: perConnection }, (_, i) => `f${c}-${i + 1}`));
   }
   for (const s of flood) assert.equal(s._paused, false, 'read again once nothing holds it');
+});
+
+/** Fills the queue over all connections to `total` requests: connections that pipeline, never answered. */
+function fill(listener: (req: IncomingMessage, res: ServerResponse) => void, total: number): FakeSocket[] {
+  const sockets: FakeSocket[] = [];
+  for (let n = 0; n < total;) {
+    const s = new FakeSocket();
+    sockets.push(s);
+    for (let i = 0; i < 1000 && n < total; i++, n++) listener(...request(s, 'GET', `fill${sockets.length}-${i}`));
+  }
+  return sockets;
+}
+
+test('near MAX_QUEUED, the requests of a large read wait for their turn: a connection closed at the cap has none of them in flight', async () => {
+  const { listener, handled } = recorder();
+  fill(listener, MAX_QUEUED - 300);
+  const before = handled.length;
+  // One read of a pipelining client: node has read it whole (socket.bytesRead) before the
+  // first of its requests comes. Handled at once, its first requests would wait on Redis and
+  // keep everything node parsed from the read alive after the connection is closed.
+  const flood = new FakeSocket() as FakeSocket & { bytesRead: number };
+  flood.bytesRead = 40_000;
+  for (let i = 1; i <= 1000 && !flood.destroyed; i++) listener(...request(flood, 'GET', `flood${i}`));
+  assert.equal(flood.destroyed, true, 'closed at the cap');
+  assert.equal(handled.length, before, 'none of its requests was handed on');
+  assert.ok(!handled.some((u) => u.startsWith('flood')));
+  // A client sending one request at a time is still served at once, however full the queue.
+  const victim = new FakeSocket() as FakeSocket & { bytesRead: number };
+  victim.bytesRead = 120;
+  listener(...request(victim, 'GET', 'victim'));
+  assert.equal(handled.at(-1), 'victim');
+  await turns(2);
+});
+
+test('new connections: NEW_PER_TURN start being read per turn, and none while half the cap waits; then the newest first', async () => {
+  const { listener } = recorder();
+  const admit = (listener as unknown as { admit: (s: unknown) => void }).admit;
+  assert.equal(typeof admit, 'function');
+  // A burst of new connections accepted at once.
+  const burst = Array.from({ length: 10 }, () => new FakeSocket());
+  for (const s of burst) admit(s);
+  assert.equal(burst.filter((s) => !s.paused).length, NEW_PER_TURN, 'NEW_PER_TURN read at once, the others held');
+  assert.ok(burst.slice(NEW_PER_TURN).every((s) => s._paused && s.paused));
+  await turns(1);
+  assert.equal(burst.filter((s) => !s.paused).length, 2 * NEW_PER_TURN, 'NEW_PER_TURN more the next turn');
+  await turns(1);
+  assert.equal(burst.filter((s) => !s.paused).length, burst.length);
+
+  // Half the cap waiting: new connections wait, unread, until the total falls below it.
+  const sockets = fill(listener, NEAR_MAX_QUEUED);
+  await turns(1);
+  const later = Array.from({ length: 3 }, () => new FakeSocket());
+  for (const s of later) admit(s);
+  await turns(2);
+  assert.ok(later.every((s) => s._paused && s.paused), 'not read while half the cap waits');
+  // One closed by its client while it waits is dropped; the total falls, the newest is read first.
+  (later[0] as FakeSocket).destroy();
+  for (const s of sockets) s.destroy();
+  await turns(1);
+  assert.equal((later[2] as FakeSocket).paused, false, 'the newest read first');
+  assert.equal((later[1] as FakeSocket).paused, false);
 });
