@@ -32,7 +32,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RequestListener, TurnsListener } from './contract.js';
 import { holdReading, releaseReading } from './node-internals.js';
-import { MAX_OUTSTANDING, holdUnread, readIfFree } from './reading.js';
+import { MAX_OUTSTANDING, holdUnread, mustStayUnread, readIfFree } from './reading.js';
 import { connectionOf, existingConnection, type Connection } from './state.js';
 
 export { MAX_OUTSTANDING } from './reading.js';
@@ -90,8 +90,13 @@ const RESUME_TOTAL = (MAX_OUTSTANDING_TOTAL >> 2) * 3;
 export function takeTurns(listener: RequestListener): TurnsListener {
   let turn = 0;
   let ticking = false;
-  /** New connections not yet read, the newest last (read newest first). */
+  /**
+   * Connections waiting to be read for room (new ones, and pipelining ones whose last read was
+   * large), the newest last, the oldest at `oldest`; read alternately newest and oldest first.
+   */
   const fresh: Socket[] = [];
+  let oldest = 0;
+  let newestNext = true;
   /** How many of them the client has closed meanwhile (taken out once they are half). */
   let freshGone = 0;
   /** New connections let read since the last turn. */
@@ -121,7 +126,7 @@ export function takeTurns(listener: RequestListener): TurnsListener {
     conn.waitsForTotal = false;
     waitingForTotal.delete(conn);
     if (conn.queued) list(conn);
-    readIfFree(conn);
+    readAgain(conn);
   };
   /** Every connection stopped by the total goes on, in order, once it has fallen far enough. */
   const totalFell = (): void => {
@@ -141,7 +146,7 @@ export function takeTurns(listener: RequestListener): TurnsListener {
     ticking = false;
     turn++;
     admitted = 0;
-    if (fresh.length > 0) admitWaiting();
+    if (oldest < fresh.length) admitWaiting();
     let budget = TURN_BUDGET;
     // (Connections listed again during this turn wait for the next one.)
     const end = listed.length;
@@ -163,22 +168,28 @@ export function takeTurns(listener: RequestListener): TurnsListener {
       tick();
     }
     // (New connections stopped by the total: the requests served this turn may have made room.)
-    if (fresh.length > 0 && roomForNew()) tick();
+    if (oldest < fresh.length && roomForNew()) tick();
   };
   /** Whether a new connection may be read now (besides NEW_PER_TURN a turn). */
   const roomForNew = (): boolean => queuedTotal + outstandingTotal < NEAR_MAX_QUEUED;
 
   /**
-   * Waiting new connections are read, newest first, NEW_PER_TURN this turn, while the
-   * requests waiting over all connections are below NEAR_MAX_QUEUED. (Newest first: under a
-   * flood that reconnects, a newcomer is read at the next chance instead of behind every
-   * connection the flood has waiting; one that waits past node's headersTimeout is closed by
-   * node.) Until then they stay unread: reading them would only parse requests to be thrown
-   * away with a connection closed at MAX_QUEUED, which the flood then opens again.
+   * Connections waiting for room are read, NEW_PER_TURN this turn, while the requests waiting
+   * over all connections are below NEAR_MAX_QUEUED; until then they stay unread (reading them
+   * would only parse requests to be thrown away with a connection closed at MAX_QUEUED, which
+   * a flood then opens again). Newest and oldest first in turn: a newcomer is read at the next
+   * chance or two instead of behind every connection a flood has waiting, and none waits
+   * behind newer ones for ever (one that waits past node's headersTimeout is closed by node).
    */
   const admitWaiting = (): void => {
-    while (fresh.length > 0 && admitted < NEW_PER_TURN && roomForNew()) {
-      const socket = fresh.pop() as Socket;
+    while (oldest < fresh.length && admitted < NEW_PER_TURN && roomForNew()) {
+      let socket: Socket;
+      if (newestNext) socket = fresh.pop() as Socket;
+      else {
+        socket = fresh[oldest] as Socket;
+        fresh[oldest++] = undefined as unknown as Socket;
+      }
+      newestNext = !newestNext;
       // (One the client closed meanwhile is skipped.)
       if (socket.destroyed) {
         freshGone--;
@@ -186,18 +197,49 @@ export function takeTurns(listener: RequestListener): TurnsListener {
       }
       admitted++;
       socket.removeListener('close', freshClosed);
-      releaseReading(socket);
+      const conn = existingConnection(socket);
+      if (conn?.waitsForRoom === true) {
+        conn.waitsForRoom = false;
+        readIfFree(conn);
+      } else releaseReading(socket);
+    }
+    if (oldest === fresh.length) {
+      fresh.length = 0;
+      oldest = 0;
     }
     // More may be read next turn (those stopped by the total wait for it to fall: answered()).
-    if (fresh.length > 0 && roomForNew()) tick();
+    if (oldest < fresh.length && roomForNew()) tick();
   };
-  /** A waiting new connection was closed by its client. */
+  /** A connection waiting for room was closed by its client. */
   const freshClosed = (): void => {
-    if (++freshGone <= fresh.length >> 1) return;
+    if (++freshGone <= (fresh.length - oldest) >> 1) return;
     let kept = 0;
-    for (const socket of fresh) if (!socket.destroyed) fresh[kept++] = socket;
+    for (let i = oldest; i < fresh.length; i++) {
+      const socket = fresh[i] as Socket;
+      if (!socket.destroyed) fresh[kept++] = socket;
+    }
     fresh.length = kept;
+    oldest = 0;
     freshGone = 0;
+  };
+  /** The connection waits, unread, for room (see admitWaiting). */
+  const waitForRoom = (socket: Socket): void => {
+    fresh.push(socket);
+    socket.once('close', freshClosed);
+    if (roomForNew()) tick();
+  };
+  /**
+   * A connection with nothing more to serve now is read again, unless its last read was large
+   * and half the cap waits: then it waits for room like a new connection.
+   */
+  const readAgain = (conn: Connection): void => {
+    if (conn.bigRead && !conn.queued && !conn.waitsForRoom && !roomForNew() && mustStayUnread(conn) === false && conn.watching) {
+      conn.waitsForRoom = true;
+      holdUnread(conn);
+      waitForRoom(conn.socket);
+      return;
+    }
+    readIfFree(conn);
   };
 
   const tick = (): void => {
@@ -259,7 +301,7 @@ export function takeTurns(listener: RequestListener): TurnsListener {
     } else if (conn.queued) {
       list(conn);
     }
-    readIfFree(conn);
+    readAgain(conn);
     return handled;
   };
 
@@ -281,7 +323,7 @@ export function takeTurns(listener: RequestListener): TurnsListener {
       waitingForTotal.delete(conn);
     }
     if (waitingForTotal.size > 0) totalFell();
-    if (fresh.length > 0 && !ticking && roomForNew()) tick();
+    if (oldest < fresh.length && !ticking && roomForNew()) tick();
   };
 
   /**
@@ -312,13 +354,13 @@ export function takeTurns(listener: RequestListener): TurnsListener {
     if (conn.gone) return;
     conn.outstanding--;
     outstandingTotal--;
-    if (fresh.length > 0 && !ticking && roomForNew()) tick();
+    if (oldest < fresh.length && !ticking && roomForNew()) tick();
     if (conn.waitsForTotal && conn.outstanding < PER_TURN) goOn(conn);
     else if (conn.outstanding <= MAX_OUTSTANDING >> 1) {
       if (conn.outstanding === MAX_OUTSTANDING >> 1 && conn.queued && !conn.waitsForTotal) list(conn);
       // (At every answer from there down, not only at half: what else held the connection, the
       // requests behind a non-safe one, may have run meanwhile. Cheap when nothing holds it.)
-      readIfFree(conn);
+      readAgain(conn);
     }
     if (waitingForTotal.size > 0) totalFell();
   };
@@ -353,6 +395,9 @@ export function takeTurns(listener: RequestListener): TurnsListener {
       socket.destroy();
       return;
     }
+    // (What the connection's read brought decides whether it may be read again while half the
+    // cap waits: readAgain.)
+    inBigRead(conn);
     conn.queue.push(req, res);
     queuedTotal++;
     holdUnread(conn);
@@ -365,16 +410,14 @@ export function takeTurns(listener: RequestListener): TurnsListener {
    * connections are below NEAR_MAX_QUEUED; else it waits, unread, for a later turn.
    */
   const admit = (socket: Socket): void => {
-    if (admitted < NEW_PER_TURN && fresh.length === 0 && roomForNew()) {
+    if (admitted < NEW_PER_TURN && oldest === fresh.length && roomForNew()) {
       admitted++;
       // (The count starts again at the next turn.)
       tick();
       return;
     }
     holdReading(socket);
-    fresh.push(socket);
-    socket.once('close', freshClosed);
-    if (roomForNew()) tick();
+    waitForRoom(socket);
   };
 
   return Object.assign(turns, { admit });
