@@ -34,6 +34,7 @@ import type { RequestListener, TurnsListener } from './contract.js';
 import { holdReading, releaseReading } from './node-internals.js';
 import { MAX_OUTSTANDING, holdUnread, mustStayUnread, readIfFree } from './reading.js';
 import { connectionOf, existingConnection, type Connection } from './state.js';
+import { WaitingRoom } from './waiting-room.js';
 
 export { MAX_OUTSTANDING } from './reading.js';
 
@@ -90,15 +91,8 @@ const RESUME_TOTAL = (MAX_OUTSTANDING_TOTAL >> 2) * 3;
 export function takeTurns(listener: RequestListener): TurnsListener {
   let turn = 0;
   let ticking = false;
-  /**
-   * Connections waiting to be read for room (new ones, and pipelining ones whose last read was
-   * large), the newest last, the oldest at `oldest`; read alternately newest and oldest first.
-   */
-  const fresh: Socket[] = [];
-  let oldest = 0;
-  let newestNext = true;
-  /** How many of them the client has closed meanwhile (taken out once they are half). */
-  let freshGone = 0;
+  /** Connections waiting, unread, for room (see admitWaiting). */
+  const room = new WaitingRoom();
   /** New connections let read since the last turn. */
   let admitted = 0;
   /** Connections with requests waiting for a turn, served round robin (a queue: `first` is its head). */
@@ -146,7 +140,7 @@ export function takeTurns(listener: RequestListener): TurnsListener {
     ticking = false;
     turn++;
     admitted = 0;
-    if (oldest < fresh.length) admitWaiting();
+    if (room.size > 0) admitWaiting();
     let budget = TURN_BUDGET;
     // (Connections listed again during this turn wait for the next one.)
     const end = listed.length;
@@ -168,64 +162,37 @@ export function takeTurns(listener: RequestListener): TurnsListener {
       tick();
     }
     // (New connections stopped by the total: the requests served this turn may have made room.)
-    if (oldest < fresh.length && roomForNew()) tick();
+    if (room.size > 0 && roomForNew()) tick();
   };
   /** Whether a new connection may be read now (besides NEW_PER_TURN a turn). */
   const roomForNew = (): boolean => queuedTotal + outstandingTotal < NEAR_MAX_QUEUED;
 
   /**
-   * Connections waiting for room are read, NEW_PER_TURN this turn, while the requests waiting
-   * over all connections are below NEAR_MAX_QUEUED; until then they stay unread (reading them
-   * would only parse requests to be thrown away with a connection closed at MAX_QUEUED, which
-   * a flood then opens again). Newest and oldest first in turn: a newcomer is read at the next
-   * chance or two instead of behind every connection a flood has waiting, and none waits
-   * behind newer ones for ever (one that waits past node's headersTimeout is closed by node).
+   * Connections waiting for room are read (new ones newest first, then the others oldest
+   * first), one a turn, while the requests waiting over all connections are below
+   * NEAR_MAX_QUEUED; until then they stay unread: reading them would only parse requests to be
+   * thrown away with a connection closed at MAX_QUEUED, which a flood then opens again. (One
+   * that waits past node's headersTimeout is closed by node.)
    */
   const admitWaiting = (): void => {
-    while (oldest < fresh.length && admitted < NEW_PER_TURN && roomForNew()) {
-      let socket: Socket;
-      if (newestNext) socket = fresh.pop() as Socket;
-      else {
-        socket = fresh[oldest] as Socket;
-        fresh[oldest++] = undefined as unknown as Socket;
-      }
-      newestNext = !newestNext;
-      // (One the client closed meanwhile is skipped.)
-      if (socket.destroyed) {
-        freshGone--;
-        continue;
-      }
+    // One a turn: a read may bring a few thousand requests, and one from below NEAR_MAX_QUEUED
+    // stays below MAX_QUEUED.
+    if (admitted < NEW_PER_TURN && roomForNew()) {
+      const socket = room.next();
+      if (socket === undefined) return;
       admitted++;
-      socket.removeListener('close', freshClosed);
       const conn = existingConnection(socket);
       if (conn?.waitsForRoom === true) {
         conn.waitsForRoom = false;
         readIfFree(conn);
       } else releaseReading(socket);
     }
-    if (oldest === fresh.length) {
-      fresh.length = 0;
-      oldest = 0;
-    }
     // More may be read next turn (those stopped by the total wait for it to fall: answered()).
-    if (oldest < fresh.length && roomForNew()) tick();
-  };
-  /** A connection waiting for room was closed by its client. */
-  const freshClosed = (): void => {
-    if (++freshGone <= (fresh.length - oldest) >> 1) return;
-    let kept = 0;
-    for (let i = oldest; i < fresh.length; i++) {
-      const socket = fresh[i] as Socket;
-      if (!socket.destroyed) fresh[kept++] = socket;
-    }
-    fresh.length = kept;
-    oldest = 0;
-    freshGone = 0;
+    if (room.size > 0 && roomForNew()) tick();
   };
   /** The connection waits, unread, for room (see admitWaiting). */
-  const waitForRoom = (socket: Socket): void => {
-    fresh.push(socket);
-    socket.once('close', freshClosed);
+  const waitForRoom = (socket: Socket, again: boolean): void => {
+    room.add(socket, again);
     if (roomForNew()) tick();
   };
   /**
@@ -233,10 +200,10 @@ export function takeTurns(listener: RequestListener): TurnsListener {
    * and half the cap waits: then it waits for room like a new connection.
    */
   const readAgain = (conn: Connection): void => {
-    if (conn.bigRead && !conn.queued && !conn.waitsForRoom && !roomForNew() && mustStayUnread(conn) === false && conn.watching) {
+    if (conn.bigRead && (!roomForNew() || room.size > 0) && conn.watching && !mustStayUnread(conn)) {
       conn.waitsForRoom = true;
       holdUnread(conn);
-      waitForRoom(conn.socket);
+      waitForRoom(conn.socket, true);
       return;
     }
     readIfFree(conn);
@@ -323,7 +290,7 @@ export function takeTurns(listener: RequestListener): TurnsListener {
       waitingForTotal.delete(conn);
     }
     if (waitingForTotal.size > 0) totalFell();
-    if (oldest < fresh.length && !ticking && roomForNew()) tick();
+    if (room.size > 0 && !ticking && roomForNew()) tick();
   };
 
   /**
@@ -354,7 +321,7 @@ export function takeTurns(listener: RequestListener): TurnsListener {
     if (conn.gone) return;
     conn.outstanding--;
     outstandingTotal--;
-    if (oldest < fresh.length && !ticking && roomForNew()) tick();
+    if (room.size > 0 && !ticking && roomForNew()) tick();
     if (conn.waitsForTotal && conn.outstanding < PER_TURN) goOn(conn);
     else if (conn.outstanding <= MAX_OUTSTANDING >> 1) {
       if (conn.outstanding === MAX_OUTSTANDING >> 1 && conn.queued && !conn.waitsForTotal) list(conn);
@@ -410,14 +377,14 @@ export function takeTurns(listener: RequestListener): TurnsListener {
    * connections are below NEAR_MAX_QUEUED; else it waits, unread, for a later turn.
    */
   const admit = (socket: Socket): void => {
-    if (admitted < NEW_PER_TURN && oldest === fresh.length && roomForNew()) {
+    if (admitted < NEW_PER_TURN && room.size === 0 && roomForNew()) {
       admitted++;
       // (The count starts again at the next turn.)
       tick();
       return;
     }
     holdReading(socket);
-    waitForRoom(socket);
+    waitForRoom(socket, false);
   };
 
   return Object.assign(turns, { admit });

@@ -153,7 +153,7 @@ test('near MAX_QUEUED, the requests of a large read wait for their turn: a conne
   await turns(2);
 });
 
-test('new connections: NEW_PER_TURN start being read per turn, and none while half the cap waits; then the newest first', async () => {
+test('new connections: NEW_PER_TURN start being read at once, the others one a turn, none while half the cap waits; then the newest first', async () => {
   const { listener } = recorder();
   const admit = (listener as unknown as { admit: (s: unknown) => void }).admit;
   assert.equal(typeof admit, 'function');
@@ -163,8 +163,9 @@ test('new connections: NEW_PER_TURN start being read per turn, and none while ha
   assert.equal(burst.filter((s) => !s.paused).length, NEW_PER_TURN, 'NEW_PER_TURN read at once, the others held');
   assert.ok(burst.slice(NEW_PER_TURN).every((s) => s._paused && s.paused));
   await turns(1);
-  assert.equal(burst.filter((s) => !s.paused).length, 2 * NEW_PER_TURN, 'NEW_PER_TURN more the next turn');
-  await turns(1);
+  assert.equal(burst.filter((s) => !s.paused).length, NEW_PER_TURN + 1, 'one more the next turn');
+  assert.equal((burst.at(-1) as FakeSocket).paused, false, 'the newest');
+  await turns(burst.length);
   assert.equal(burst.filter((s) => !s.paused).length, burst.length);
 
   // Half the cap waiting: new connections wait, unread, until the total falls below it.
@@ -179,5 +180,7 @@ test('new connections: NEW_PER_TURN start being read per turn, and none while ha
   for (const s of sockets) s.destroy();
   await turns(1);
   assert.equal((later[2] as FakeSocket).paused, false, 'the newest read first');
+  assert.equal((later[1] as FakeSocket).paused, true);
+  await turns(1);
   assert.equal((later[1] as FakeSocket).paused, false);
 });
