@@ -169,17 +169,15 @@ export function takeTurns(listener: RequestListener): TurnsListener {
 
   /**
    * Connections waiting for room are read (new ones newest first, then the others oldest
-   * first), one a turn, while the requests waiting over all connections are below
+   * first), NEW_PER_TURN a turn, while the requests waiting over all connections are below
    * NEAR_MAX_QUEUED; until then they stay unread: reading them would only parse requests to be
    * thrown away with a connection closed at MAX_QUEUED, which a flood then opens again. (One
    * that waits past node's headersTimeout is closed by node.)
    */
   const admitWaiting = (): void => {
-    // One a turn: a read may bring a few thousand requests, and one from below NEAR_MAX_QUEUED
-    // stays below MAX_QUEUED.
-    if (admitted < NEW_PER_TURN && roomForNew()) {
+    while (admitted < NEW_PER_TURN && roomForNew()) {
       const socket = room.next();
-      if (socket === undefined) return;
+      if (socket === undefined) break;
       admitted++;
       const conn = existingConnection(socket);
       if (conn?.waitsForRoom === true) {
@@ -372,17 +370,12 @@ export function takeTurns(listener: RequestListener): TurnsListener {
   };
 
   /**
-   * A new connection (node:http's 'connection' event): read at once while fewer than
-   * NEW_PER_TURN have been since the last turn, none waits, and the requests waiting over all
-   * connections are below NEAR_MAX_QUEUED; else it waits, unread, for a later turn.
+   * A new connection (node:http's 'connection' event) is not read before the next turn:
+   * connections accepted in one turn would all be read in the loop's next poll, their reads
+   * parsed one after the other before anything else runs (a flood's hundred connections at
+   * once: a hundred thousand requests alive together for a second).
    */
   const admit = (socket: Socket): void => {
-    if (admitted < NEW_PER_TURN && room.size === 0 && roomForNew()) {
-      admitted++;
-      // (The count starts again at the next turn.)
-      tick();
-      return;
-    }
     holdReading(socket);
     waitForRoom(socket, false);
   };
