@@ -170,9 +170,9 @@ export function takeTurns(listener: RequestListener): TurnsListener {
   /**
    * Connections waiting for room are read (new ones newest first, then the others oldest
    * first), NEW_PER_TURN a turn, while the requests waiting over all connections are below
-   * NEAR_MAX_QUEUED; until then they stay unread: reading them would only parse requests to be
-   * thrown away with a connection closed at MAX_QUEUED, which a flood then opens again. (One
-   * that waits past node's headersTimeout is closed by node.)
+   * NEAR_MAX_QUEUED. Until then, one new connection a turn, and no pipelining one: reading
+   * them would mostly parse requests to be thrown away with a connection closed at MAX_QUEUED,
+   * which a flood then opens again.
    */
   const admitWaiting = (): void => {
     while (admitted < NEW_PER_TURN && roomForNew()) {
@@ -185,13 +185,22 @@ export function takeTurns(listener: RequestListener): TurnsListener {
         readIfFree(conn);
       } else releaseReading(socket);
     }
-    // More may be read next turn (those stopped by the total wait for it to fall: answered()).
-    if (room.size > 0 && roomForNew()) tick();
+    // Without room, still one new connection a turn (the newest): a newcomer is never kept
+    // waiting for a total that a pipelining flood keeps high.
+    if (admitted === 0) {
+      const socket = room.next(true);
+      if (socket !== undefined) {
+        admitted++;
+        releaseReading(socket);
+      }
+    }
+    // More next turn (those stopped by the total wait for it to fall: answered()).
+    if (room.newOnes > 0 || (room.size > 0 && roomForNew())) tick();
   };
   /** The connection waits, unread, for room (see admitWaiting). */
   const waitForRoom = (socket: Socket, again: boolean): void => {
     room.add(socket, again);
-    if (roomForNew()) tick();
+    if (!again || roomForNew()) tick();
   };
   /**
    * A connection with nothing more to serve now is read again, unless its last read was large

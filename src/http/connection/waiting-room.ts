@@ -17,17 +17,22 @@ export class WaitingRoom {
     return this.#fresh.length + this.#again.length - this.#head;
   }
 
+  /** How many new connections wait (some may be closed meanwhile). */
+  get newOnes(): number {
+    return this.#fresh.length;
+  }
+
   add(socket: Socket, again: boolean): void {
     (again ? this.#again : this.#fresh).push(socket);
     socket.once('close', this.#closed);
   }
 
-  /** The next to read (the newest new connection, else the oldest other), or undefined. */
-  next(): Socket | undefined {
+  /** The next to read (the newest new connection, else the oldest other unless `newOnly`), or undefined. */
+  next(newOnly = false): Socket | undefined {
     for (;;) {
       let socket: Socket | undefined;
       if (this.#fresh.length > 0) socket = this.#fresh.pop();
-      else if (this.#head < this.#again.length) {
+      else if (!newOnly && this.#head < this.#again.length) {
         socket = this.#again[this.#head];
         this.#again[this.#head++] = undefined as unknown as Socket;
         if (this.#head === this.#again.length) {
