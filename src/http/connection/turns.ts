@@ -27,6 +27,12 @@
 // once when its own fall below PER_TURN). A client with a request or two in flight is served
 // at once, whatever the others have in flight, and waits behind one bounded burst at most.
 //
+// What a flood makes node parse only to be thrown away is bounded too (see NEW_PER_TURN and
+// NEAR_MAX_QUEUED): new connections are read from the next turn, a few a turn; near the cap a
+// burst's requests wait for their turn, so that a connection closed at the cap has nothing in
+// flight that keeps its parsed read alive; and connections that pipeline large reads are not
+// read again until fewer requests wait.
+//
 // A request costs a few property checks and one 'close' listener on its response.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -73,11 +79,10 @@ export const BIG_READ = 16 * 1024;
  */
 export const MAX_OUTSTANDING_TOTAL = 1_024;
 /**
- * New connections that start being read per turn. node accepts every connection waiting when
- * it accepts at all (a hundred at once when a flood connects), and reads all of them in the
- * loop's next poll, one read each, parsed whole before anything else runs: a hundred reads of
- * pipelined requests (a hundred thousand of them) alive together, for seconds. The others
- * wait, unread, for the following turns.
+ * New connections that start being read per turn (the newest first), from the turn after they
+ * are accepted: node accepts a flood's hundred connections over a few quick turns and would
+ * read all of them in one poll, a hundred reads of pipelined requests parsed whole and alive
+ * together for a second. While NEAR_MAX_QUEUED wait, one a turn.
  */
 export const NEW_PER_TURN = 4;
 /** The total below which the connections stopped by MAX_OUTSTANDING_TOTAL go on. */
