@@ -316,9 +316,9 @@ export function takeTurns(listener: RequestListener): TurnsListener {
   /**
    * Whether the request now parsed came in a read of more than BIG_READ bytes: node has read
    * it whole before the first of its requests comes (socket.bytesRead counts it all).
-   * Looked at only near the bound, so bytesSeen may be older than the connection's last read:
-   * then the reads since count as one (a request of a client that sent more than BIG_READ
-   * since waits for its turn once).
+   * Looked at for queued requests and, near the bound, for the others, so bytesSeen may be
+   * older than the connection's last read: then the reads since count as one (a request of a
+   * client that sent more than BIG_READ since waits for its turn once).
    */
   const inBigRead = (conn: Connection): boolean => {
     const read = conn.socket.bytesRead;
