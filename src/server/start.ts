@@ -102,7 +102,10 @@ export async function startWithConfig(
     // Each connection takes its turn: a few requests per turn of the event loop, a bounded
     // number unanswered (turns.ts); a request pipelined behind a POST is handled once the
     // POST is answered (pipeline.ts).
-    inForce.server = nodeServer(takeTurns(orderPipelined(app)), config.maxConnections, () => stopping);
+    const turns = takeTurns(orderPipelined(app));
+    inForce.server = nodeServer(turns, config.maxConnections, () => stopping);
+    // New connections take turns too: a few start being read per turn.
+    inForce.server.on('connection', turns.admit);
     // A worker of --workers N catches up with the config here, its backends open and no
     // request served yet: a SIGHUP that came while it started is applied before it listens.
     if (beforeListen !== undefined) await beforeListen(() => reload(options.config));

@@ -1,6 +1,7 @@
 // The connection layer's types: what it wraps (a request listener), and what the app above
 // may keep per connection on the connection's one state object (state.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 
 /** What node:http calls for each request it parses. */
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -14,4 +15,12 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse) => voi
  */
 export interface OrderedListener extends RequestListener {
   readonly oneAtATime?: (req: IncomingMessage) => boolean;
+}
+
+/**
+ * The fair turns' listener (turns.ts), and what it asks to be told of each new connection
+ * before node reads it (node:http's 'connection' event).
+ */
+export interface TurnsListener extends RequestListener {
+  readonly admit: (socket: Socket) => void;
 }

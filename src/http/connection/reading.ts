@@ -10,10 +10,10 @@ export const MAX_OUTSTANDING = 64;
 
 /**
  * Whether the connection must stay unread: requests wait for their turn or behind a non-safe
- * one, too many answers are due, or too many over all connections (turns.ts).
+ * one, too many answers are due, or too many over all connections, or it waits for room (turns.ts).
  */
 export function mustStayUnread(conn: Connection): boolean {
-  return conn.queued || conn.outstanding > MAX_OUTSTANDING >> 1 || conn.waitsForTotal
+  return conn.queued || conn.outstanding > MAX_OUTSTANDING >> 1 || conn.waitsForTotal || conn.waitsForRoom
     || (conn.held !== undefined && conn.held.waiting.length > 0);
 }
 

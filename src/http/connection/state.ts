@@ -35,6 +35,11 @@ export class Connection {
   gone = false;
   /** Turns watch the connection's close. */
   taken = false;
+  /** socket.bytesRead when turns last looked, and whether the read then was large (turns.ts). */
+  bytesSeen = 0;
+  bigRead = false;
+  /** Its last read was large: not read again until fewer requests wait over all connections (turns.ts). */
+  waitsForRoom = false;
 
   // ---- Order behind non-safe requests (pipeline.ts) ----
   /** Set while a request of this connection holds those behind it; else undefined. */

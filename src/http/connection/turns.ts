@@ -36,11 +36,20 @@
 // once when its own fall below PER_TURN). A client with a request or two in flight is served
 // at once, whatever the others have in flight, and waits behind one bounded burst at most.
 //
+// What a flood makes node parse only to be thrown away is bounded too (see NEW_PER_TURN and
+// NEAR_MAX_QUEUED): new connections are read from the next turn, a few a turn; near the cap a
+// burst's requests wait for their turn, so that a connection closed at the cap has nothing in
+// flight that keeps its parsed read alive; and connections that pipeline large reads are not
+// read again until fewer requests wait.
+//
 // A request costs a few property checks and one 'close' listener on its response.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RequestListener } from './contract.js';
-import { MAX_OUTSTANDING, holdUnread, readIfFree } from './reading.js';
+import type { Socket } from 'node:net';
+import type { RequestListener, TurnsListener } from './contract.js';
+import { holdReading, releaseReading } from './node-internals.js';
+import { MAX_OUTSTANDING, holdUnread, mustStayUnread, readIfFree } from './reading.js';
 import { connectionOf, existingConnection, type Connection } from './state.js';
+import { WaitingRoom } from './waiting-room.js';
 
 export { MAX_OUTSTANDING } from './reading.js';
 
@@ -61,10 +70,30 @@ export const TURN_BUDGET = 64;
  */
 export const MAX_QUEUED = 8_192;
 /**
+ * Waiting requests (queued and unanswered, over all connections) from which a request that
+ * came in a large read (BIG_READ) is not handled at once but queued, even on a connection with
+ * nothing waiting: such a read may push the total past MAX_QUEUED and have its connection
+ * closed, and a request of it in flight (waiting on Redis) would keep every request node
+ * parsed from that read alive until its answer, long enough to be promoted to V8's old space.
+ */
+export const NEAR_MAX_QUEUED = MAX_QUEUED >> 1;
+/**
+ * A read of more than this many bytes is a pipelining burst (a client sending one request at
+ * a time sends one request's head per read).
+ */
+export const BIG_READ = 16 * 1024;
+/**
  * Requests handled and not yet answered over all connections, past which only connections with
  * fewer than PER_TURN of their own in flight are served (see above).
  */
 export const MAX_OUTSTANDING_TOTAL = 1_024;
+/**
+ * New connections that start being read per turn (the newest first), from the turn after they
+ * are accepted: node accepts a flood's hundred connections over a few quick turns and would
+ * read all of them in one poll, a hundred reads of pipelined requests parsed whole and alive
+ * together for a second. While NEAR_MAX_QUEUED wait, one a turn.
+ */
+export const NEW_PER_TURN = 4;
 /** The total below which the connections stopped by MAX_OUTSTANDING_TOTAL go on. */
 const RESUME_TOTAL = (MAX_OUTSTANDING_TOTAL >> 2) * 3;
 
@@ -73,9 +102,13 @@ const RESUME_TOTAL = (MAX_OUTSTANDING_TOTAL >> 2) * 3;
  * the event loop and MAX_OUTSTANDING unanswered at a time; the others wait, in order, with
  * the connection unread. One instance per server (the turn count is its own).
  */
-export function takeTurns(listener: RequestListener): RequestListener {
+export function takeTurns(listener: RequestListener): TurnsListener {
   let turn = 0;
   let ticking = false;
+  /** Connections waiting, unread, for room (see admitWaiting). */
+  const room = new WaitingRoom();
+  /** New connections let read since the last turn. */
+  let admitted = 0;
   /** Connections with requests waiting for a turn, served round robin (a queue: `first` is its head). */
   const listed: Array<Connection | undefined> = [];
   let first = 0;
@@ -101,7 +134,7 @@ export function takeTurns(listener: RequestListener): RequestListener {
     conn.waitsForTotal = false;
     waitingForTotal.delete(conn);
     if (conn.queued) list(conn);
-    readIfFree(conn);
+    readAgain(conn);
   };
   /** Every connection stopped by the total goes on, in order, once it has fallen far enough. */
   const totalFell = (): void => {
@@ -120,13 +153,16 @@ export function takeTurns(listener: RequestListener): RequestListener {
   const nextTurn = (): void => {
     ticking = false;
     turn++;
+    admitted = 0;
+    if (room.size > 0) admitWaiting();
     let budget = TURN_BUDGET;
     // (Connections served here start their next read afresh: see below.)
     // (Connections listed again during this turn wait for the next one.)
     const end = listed.length;
     while (first < end && budget > 0) {
-      const conn = listed[first] as Connection;
+      const conn = listed[first];
       listed[first++] = undefined;
+      if (conn === undefined) continue;
       conn.listed = false;
       budget -= serve(conn);
     }
@@ -141,7 +177,61 @@ export function takeTurns(listener: RequestListener): RequestListener {
       }
       tick();
     }
+    // (New connections stopped by the total: the requests served this turn may have made room.)
+    if (room.size > 0 && roomForNew()) tick();
   };
+  /** Whether a new connection may be read now (besides NEW_PER_TURN a turn). */
+  const roomForNew = (): boolean => queuedTotal + outstandingTotal < NEAR_MAX_QUEUED;
+
+  /**
+   * Connections waiting for room are read (new ones newest first, then the others oldest
+   * first), NEW_PER_TURN a turn, while the requests waiting over all connections are below
+   * NEAR_MAX_QUEUED. Until then, one new connection a turn, and no pipelining one: reading
+   * them would mostly parse requests to be thrown away with a connection closed at MAX_QUEUED,
+   * which a flood then opens again.
+   */
+  const admitWaiting = (): void => {
+    while (admitted < NEW_PER_TURN && roomForNew()) {
+      const socket = room.next();
+      if (socket === undefined) break;
+      admitted++;
+      const conn = existingConnection(socket);
+      if (conn?.waitsForRoom === true) {
+        conn.waitsForRoom = false;
+        readIfFree(conn);
+      } else releaseReading(socket);
+    }
+    // Without room, still one new connection a turn (the newest): a newcomer is never kept
+    // waiting for a total that a pipelining flood keeps high.
+    if (admitted === 0) {
+      const socket = room.next(true);
+      if (socket !== undefined) {
+        admitted++;
+        releaseReading(socket);
+      }
+    }
+    // More next turn (those stopped by the total wait for it to fall: answered()).
+    if (room.newOnes > 0 || (room.size > 0 && roomForNew())) tick();
+  };
+  /** The connection waits, unread, for room (see admitWaiting). */
+  const waitForRoom = (socket: Socket, again: boolean): void => {
+    room.add(socket, again);
+    if (!again || roomForNew()) tick();
+  };
+  /**
+   * A connection with nothing more to serve now is read again, unless its last read was large
+   * and half the cap waits: then it waits for room like a new connection.
+   */
+  const readAgain = (conn: Connection): void => {
+    if (conn.bigRead && (!roomForNew() || room.size > 0) && conn.watching && !mustStayUnread(conn)) {
+      conn.waitsForRoom = true;
+      holdUnread(conn);
+      waitForRoom(conn.socket, true);
+      return;
+    }
+    readIfFree(conn);
+  };
+
   const tick = (): void => {
     if (!ticking) {
       ticking = true;
@@ -213,7 +303,7 @@ export function takeTurns(listener: RequestListener): RequestListener {
     } else if (conn.queued) {
       list(conn);
     }
-    readIfFree(conn);
+    readAgain(conn);
     return handled;
   };
 
@@ -225,11 +315,17 @@ export function takeTurns(listener: RequestListener): RequestListener {
     outstandingTotal -= conn.outstanding;
     conn.outstanding = 0;
     conn.gone = true;
+    if (conn.listed) {
+      conn.listed = false;
+      const at = listed.indexOf(conn, first);
+      if (at >= 0) listed[at] = undefined;
+    }
     if (conn.waitsForTotal) {
       conn.waitsForTotal = false;
       waitingForTotal.delete(conn);
     }
     if (waitingForTotal.size > 0) totalFell();
+    if (room.size > 0 && !ticking && roomForNew()) tick();
   };
 
   /**
@@ -240,21 +336,38 @@ export function takeTurns(listener: RequestListener): RequestListener {
   const tooMany = (conn: Connection): boolean => queuedTotal + outstandingTotal >= MAX_QUEUED
     && ((conn.queue.length - conn.head) >> 1) + conn.outstanding >= 2 * MAX_OUTSTANDING;
 
+  /**
+   * Whether the request now parsed came in a read of more than BIG_READ bytes: node has read
+   * it whole before the first of its requests comes (socket.bytesRead counts it all).
+   * Looked at for queued requests and, near the bound, for the others, so bytesSeen may be
+   * older than the connection's last read: then the reads since count as one (a request of a
+   * client that sent more than BIG_READ since waits for its turn once).
+   */
+  const inBigRead = (conn: Connection): boolean => {
+    const read = conn.socket.bytesRead;
+    if (read !== conn.bytesSeen) {
+      conn.bigRead = read - conn.bytesSeen > BIG_READ;
+      conn.bytesSeen = read;
+    }
+    return conn.bigRead;
+  };
+
   const answered = (conn: Connection): void => {
     if (conn.gone) return;
     conn.outstanding--;
     outstandingTotal--;
+    if (room.size > 0 && !ticking && roomForNew()) tick();
     if (conn.waitsForTotal && conn.outstanding < PER_TURN) goOn(conn);
     else if (conn.outstanding <= MAX_OUTSTANDING >> 1) {
       if (conn.outstanding === MAX_OUTSTANDING >> 1 && conn.queued && !conn.waitsForTotal) list(conn);
       // (At every answer from there down, not only at half: what else held the connection, the
       // requests behind a non-safe one, may have run meanwhile. Cheap when nothing holds it.)
-      readIfFree(conn);
+      readAgain(conn);
     }
     if (waitingForTotal.size > 0) totalFell();
   };
 
-  return (req, res) => {
+  const turns = (req: IncomingMessage, res: ServerResponse): void => {
     const socket = req.socket;
     // (A connection closed while node parses what it sent: node aborts the rest on close.)
     if (socket.destroyed) return;
@@ -271,7 +384,8 @@ export function takeTurns(listener: RequestListener): RequestListener {
     }
     // A connection with nothing waiting has its first requests of the turn handled as they
     // come: a client that sends one request at a time never waits behind pipelining ones.
-    if (conn.head === conn.queue.length && conn.served < PER_TURN && mayServe(conn)) {
+    if (conn.head === conn.queue.length && conn.served < PER_TURN && mayServe(conn)
+      && (queuedTotal + outstandingTotal < NEAR_MAX_QUEUED || !inBigRead(conn))) {
       handle(conn, req, res);
       // (Its share is spent: the next request of this read waits; the next read starts afresh.)
       if (conn.served === PER_TURN) endReadSoon();
@@ -284,9 +398,25 @@ export function takeTurns(listener: RequestListener): RequestListener {
       socket.destroy();
       return;
     }
+    // (What the connection's read brought decides whether it may be read again while half the
+    // cap waits: readAgain.)
+    inBigRead(conn);
     conn.queue.push(req, res);
     queuedTotal++;
     holdUnread(conn);
     list(conn);
   };
+
+  /**
+   * A new connection (node:http's 'connection' event) is not read before the next turn:
+   * connections accepted in one turn would all be read in the loop's next poll, their reads
+   * parsed one after the other before anything else runs (a flood's hundred connections at
+   * once: a hundred thousand requests alive together for a second).
+   */
+  const admit = (socket: Socket): void => {
+    holdReading(socket);
+    waitForRoom(socket, false);
+  };
+
+  return Object.assign(turns, { admit });
 }

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { MAX_OUTSTANDING, MAX_OUTSTANDING_TOTAL, PER_TURN, takeTurns } from '../../../src/http/connection/turns.js';
+import { MAX_OUTSTANDING, MAX_OUTSTANDING_TOTAL, MAX_QUEUED, NEAR_MAX_QUEUED, NEW_PER_TURN, PER_TURN, takeTurns } from '../../../src/http/connection/turns.js';
 import { FakeSocket, request, turns, type FakeResponse } from './fakes.js';
 
 /** A takeTurns listener recording what it handled (by url), keeping each response to answer later. */
@@ -119,4 +119,66 @@ test('over all connections at most MAX_OUTSTANDING_TOTAL wait for their answers,
     assert.deepEqual(own, Array.from({ length: perConnection }, (_, i) => `f${c}-${i + 1}`));
   }
   for (const s of flood) assert.equal(s._paused, false, 'read again once nothing holds it');
+});
+
+/** Fills the queue over all connections to `total` requests: connections that pipeline, never answered. */
+function fill(listener: (req: IncomingMessage, res: ServerResponse) => void, total: number): FakeSocket[] {
+  const sockets: FakeSocket[] = [];
+  for (let n = 0; n < total;) {
+    const s = new FakeSocket();
+    sockets.push(s);
+    for (let i = 0; i < 1000 && n < total; i++, n++) listener(...request(s, 'GET', `fill${sockets.length}-${i}`));
+  }
+  return sockets;
+}
+
+test('near MAX_QUEUED, the requests of a large read wait for their turn: a connection closed at the cap has none of them in flight', async () => {
+  const { listener, handled } = recorder();
+  fill(listener, MAX_QUEUED - 300);
+  const before = handled.length;
+  // One read of a pipelining client: node has read it whole (socket.bytesRead) before the
+  // first of its requests comes. Handled at once, its first requests would wait on Redis and
+  // keep everything node parsed from the read alive after the connection is closed.
+  const flood = new FakeSocket() as FakeSocket & { bytesRead: number };
+  flood.bytesRead = 40_000;
+  for (let i = 1; i <= 1000 && !flood.destroyed; i++) listener(...request(flood, 'GET', `flood${i}`));
+  assert.equal(flood.destroyed, true, 'closed at the cap');
+  assert.equal(handled.length, before, 'none of its requests was handed on');
+  assert.ok(!handled.some((u) => u.startsWith('flood')));
+  // A client sending one request at a time is still served at once, however full the queue.
+  const victim = new FakeSocket() as FakeSocket & { bytesRead: number };
+  victim.bytesRead = 120;
+  listener(...request(victim, 'GET', 'victim'));
+  assert.equal(handled.at(-1), 'victim');
+  await turns(2);
+});
+
+test('new connections: NEW_PER_TURN start being read a turn, one a turn while half the cap waits; newest first', async () => {
+  const { listener } = recorder();
+  const admit = (listener as unknown as { admit: (s: unknown) => void }).admit;
+  assert.equal(typeof admit, 'function');
+  // A burst of new connections accepted at once: none is read before the next turn (node would
+  // read them all in its next poll, one whole read each).
+  const burst = Array.from({ length: 10 }, () => new FakeSocket());
+  for (const s of burst) admit(s);
+  assert.ok(burst.every((s) => s._paused && s.paused), 'held until the next turn');
+  await turns(1);
+  assert.deepEqual(burst.map((s) => !s.paused), [false, false, false, false, false, false, true, true, true, true], 'NEW_PER_TURN, the newest first');
+  await turns(1);
+  assert.equal(burst.filter((s) => !s.paused).length, 2 * NEW_PER_TURN);
+  await turns(1);
+  assert.equal(burst.filter((s) => !s.paused).length, burst.length);
+
+  // Half the cap waiting: one new connection a turn, the newest first.
+  fill(listener, NEAR_MAX_QUEUED);
+  await turns(1);
+  const later = Array.from({ length: 3 }, () => new FakeSocket());
+  for (const s of later) admit(s);
+  assert.ok(later.every((s) => s._paused && s.paused));
+  await turns(1);
+  assert.deepEqual(later.map((s) => !s.paused), [false, false, true], 'one a turn, the newest');
+  await turns(1);
+  assert.deepEqual(later.map((s) => !s.paused), [false, true, true]);
+  await turns(1);
+  assert.ok(later.every((s) => !s.paused));
 });
