@@ -9,16 +9,7 @@
 //
 // So each connection gets, per turn of the event loop, at most PER_TURN requests handled; the
 // rest of what it sent waits, in order, for the following turns, and the connection is not
-// read meanwhile (other connections' reads, and every timer, come first).
-//
-// A turn is counted without a callback per turn of the event loop: a setImmediate in every
-// turn, for a server answering one request per turn (every client sending one at a time, on a
-// machine with cycles to spare) cost as many instructions as the rest of that request's own
-// code. A connection's count is started afresh once a turn of ours has run (the round robin,
-// scheduled only when requests wait) or once the read that brought its PER_TURN-th request
-// is over (one process.nextTick then). So a client sending one request at a time pays one
-// tick per PER_TURN requests and is never queued; a pipelining one has at most PER_TURN
-// handled per read, the rest queued for the round robin, as before. And a connection
+// read meanwhile (other connections' reads, and every timer, come first). And a connection
 // has at most MAX_OUTSTANDING requests handled but not yet answered (an answer counts until
 // it has left for the network: a client that does not read its answers has them count too);
 // past that it is neither read nor served until half of them are answered (a request waiting
@@ -42,7 +33,15 @@
 // flight that keeps its parsed read alive; and connections that pipeline large reads are not
 // read again until fewer requests wait.
 //
-// A request costs a few property checks and one 'close' listener on its response.
+// A turn is counted without a callback in every turn of the event loop (a setImmediate a turn
+// cost, at one request per turn, as many instructions as the rest of that request's own code):
+// a connection's count starts afresh once a turn of the round robin has run (scheduled only
+// while requests wait) or once the read that brought its PER_TURN-th request is over (one
+// process.nextTick then). A client sending one request at a time is never queued; a pipelining
+// one has at most PER_TURN handled per read, the rest queued for the round robin.
+//
+// A request costs a few property checks, and one 'close' listener on a response not out at once.
+// The bounds are in bounds.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RequestListener, TurnsListener } from './contract.js';
@@ -51,51 +50,11 @@ import { MAX_OUTSTANDING, holdUnread, mustStayUnread, readIfFree } from './readi
 import { connectionOf, existingConnection, type Connection } from './state.js';
 import { WaitingRoom } from './waiting-room.js';
 
-export { MAX_OUTSTANDING } from './reading.js';
+import { BIG_READ, MAX_OUTSTANDING_TOTAL, MAX_QUEUED, NEAR_MAX_QUEUED, NEW_PER_TURN, PER_TURN, RESUME_TOTAL, TURN_BUDGET } from './bounds.js';
 
-/** Requests of one connection handled per turn of the event loop. */
-export const PER_TURN = 4;
-/**
- * Queued requests handled per turn, over all connections (round robin). Keeps a turn short:
- * node accepts one new connection per turn, and runs timers once per turn.
- */
-export const TURN_BUDGET = 64;
-/**
- * Requests parsed and waiting for their turn, over all connections, past which a connection
- * that adds to a deep queue of its own (2 * MAX_OUTSTANDING parsed and unanswered) is closed. node parses a
- * whole read (64 KiB: up to a thousand small requests, 1.7 KB of memory each) before we see
- * any of it, so what one connection can make us hold is bounded only per read; this bounds
- * the total (about 14 MB), whatever the number of connections. A client that pipelines
- * within reason, or sends one request at a time, is never closed.
- */
-export const MAX_QUEUED = 8_192;
-/**
- * Waiting requests (queued and unanswered, over all connections) from which a request that
- * came in a large read (BIG_READ) is not handled at once but queued, even on a connection with
- * nothing waiting: such a read may push the total past MAX_QUEUED and have its connection
- * closed, and a request of it in flight (waiting on Redis) would keep every request node
- * parsed from that read alive until its answer, long enough to be promoted to V8's old space.
- */
-export const NEAR_MAX_QUEUED = MAX_QUEUED >> 1;
-/**
- * A read of more than this many bytes is a pipelining burst (a client sending one request at
- * a time sends one request's head per read).
- */
-export const BIG_READ = 16 * 1024;
-/**
- * Requests handled and not yet answered over all connections, past which only connections with
- * fewer than PER_TURN of their own in flight are served (see above).
- */
-export const MAX_OUTSTANDING_TOTAL = 1_024;
-/**
- * New connections that start being read per turn (the newest first), from the turn after they
- * are accepted: node accepts a flood's hundred connections over a few quick turns and would
- * read all of them in one poll, a hundred reads of pipelined requests parsed whole and alive
- * together for a second. While NEAR_MAX_QUEUED wait, one a turn.
- */
-export const NEW_PER_TURN = 4;
-/** The total below which the connections stopped by MAX_OUTSTANDING_TOTAL go on. */
-const RESUME_TOTAL = (MAX_OUTSTANDING_TOTAL >> 2) * 3;
+export { MAX_OUTSTANDING } from './reading.js';
+export { BIG_READ, MAX_OUTSTANDING_TOTAL, MAX_QUEUED, NEAR_MAX_QUEUED, NEW_PER_TURN, PER_TURN, TURN_BUDGET } from './bounds.js';
+
 
 /**
  * The listener, taking turns: per connection at most PER_TURN requests handled per turn of
