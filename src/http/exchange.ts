@@ -12,6 +12,7 @@ import type { AuthResult } from './auth.js';
 import type { PendingBodies } from './body.js';
 import type { AppDeps } from './deps.js';
 import type { RouteTable, TableRoute } from './route-table.js';
+import { NO_PARAMS } from './router.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -63,9 +64,6 @@ export interface Instance {
 }
 
 /** Per-request state carried through the phases (a class: one hidden shape for every request). */
-/** The params of a request whose route has none (most): one object for all, never written. */
-const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
-
 export class Exchange {
   /**
    * Headers every response of this request carries (CORS, Allow, Connection, ...). The two

@@ -90,21 +90,19 @@ export function requestId(req: IncomingMessage, next: () => string): string {
  */
 export function requestIds(): () => string {
   const prefix = `${randomUUID().slice(0, 8)}-`;
-  let n = 0;
   // The counter in base 36 is its high digits, remade once every 1,296 ids, and its last two
   // from a table: Number#toString(36) per request was half a microsecond's worth of
   // instructions, as much as the rest of making the answer's head. The text is the same.
-  let high = -1;
-  let head = '';
+  let high = 0;
+  let low = 0;
+  let head = prefix;
   return () => {
-    n++;
-    const h = Math.floor(n / LOW_COUNT);
-    if (h !== high) {
-      high = h;
-      head = h === 0 ? prefix : `${prefix}${h.toString(36)}`;
+    if (++low === LOW_COUNT) {
+      low = 0;
+      high++;
+      head = `${prefix}${high.toString(36)}`;
     }
-    const low = n - h * LOW_COUNT;
-    return head + (h === 0 ? (LOW_SHORT[low] as string) : (LOW_PADDED[low] as string));
+    return head + (high === 0 ? (LOW_SHORT[low] as string) : (LOW_PADDED[low] as string));
   };
 }
 

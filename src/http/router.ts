@@ -20,7 +20,8 @@ interface PathEntry<H> {
   otherwise: H | undefined;
 }
 
-const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
+/** The params of a path without any (every static path): one object for all, never written. */
+export const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
 const NOT_FOUND = Object.freeze({ kind: 'not_found' } as const);
 
 export class Router<H> {

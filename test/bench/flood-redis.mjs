@@ -40,7 +40,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
-import { median, pinPrefix, pinSelf, ROOT } from './lib.mjs';
+import { median, pinPrefix, pinSelf, ROOT, stopProcess } from './lib.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -97,13 +97,7 @@ function startServer(bundle) {
       else proc.stdout.resume();
       resolve({
         url: m[0], proc, stderr: () => stderr,
-        async stop() {
-          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
-          const t = setTimeout(() => proc.kill('SIGKILL'), 5_000);
-          const r = await exited;
-          clearTimeout(t);
-          return r;
-        },
+        stop: () => stopProcess(proc, exited),
       });
     });
   });

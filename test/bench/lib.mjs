@@ -127,16 +127,22 @@ export function startServer(name, { data, cpu = 0, config = CONFIG, timeoutMs = 
         notFirst,
         proc,
         stderr: () => stderr,
-        async stop() {
-          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
-          const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
-          const result = await exited;
-          clearTimeout(t);
-          return result;
-        },
+        stop: () => stopProcess(proc, exited),
       });
     });
   });
+}
+
+/**
+ * Stops a server started by a bench: SIGTERM, then SIGKILL if it has not exited within
+ * `graceMs`. `exited` is the promise of its exit ({ code, signal }), made when it was spawned.
+ */
+export async function stopProcess(proc, exited, graceMs = 5000) {
+  if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+  const t = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+  const result = await exited;
+  clearTimeout(t);
+  return result;
 }
 
 /**

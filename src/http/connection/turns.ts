@@ -49,16 +49,14 @@ import { holdReading, releaseReading } from './node-internals.js';
 import { MAX_OUTSTANDING, holdUnread, mustStayUnread, readIfFree } from './reading.js';
 import { connectionOf, existingConnection, type Connection } from './state.js';
 import { WaitingRoom } from './waiting-room.js';
-
 import { BIG_READ, MAX_OUTSTANDING_TOTAL, MAX_QUEUED, NEAR_MAX_QUEUED, NEW_PER_TURN, PER_TURN, RESUME_TOTAL, TURN_BUDGET } from './bounds.js';
 
 export { MAX_OUTSTANDING } from './reading.js';
 export { BIG_READ, MAX_OUTSTANDING_TOTAL, MAX_QUEUED, NEAR_MAX_QUEUED, NEW_PER_TURN, PER_TURN, TURN_BUDGET } from './bounds.js';
 
-
 /**
- * The listener, taking turns: per connection at most PER_TURN requests handled per turn of
- * the event loop and MAX_OUTSTANDING unanswered at a time; the others wait, in order, with
+ * The listener, taking turns: per connection at most PER_TURN requests handled per read (or
+ * per turn of the round robin) and MAX_OUTSTANDING unanswered at a time; the others wait, in order, with
  * the connection unread. One instance per server (the turn count is its own).
  */
 export function takeTurns(listener: RequestListener): TurnsListener {
@@ -115,7 +113,6 @@ export function takeTurns(listener: RequestListener): TurnsListener {
     admitted = 0;
     if (room.size > 0) admitWaiting();
     let budget = TURN_BUDGET;
-    // (Connections served here start their next read afresh: see below.)
     // (Connections listed again during this turn wait for the next one.)
     const end = listed.length;
     while (first < end && budget > 0) {
@@ -125,6 +122,7 @@ export function takeTurns(listener: RequestListener): TurnsListener {
       conn.listed = false;
       budget -= serve(conn);
     }
+    // (Connections served in this turn start their next read with a fresh count.)
     turn++;
     if (first === listed.length) {
       listed.length = 0;
