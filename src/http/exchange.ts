@@ -38,6 +38,8 @@ export interface Outbound {
   readonly after: readonly AfterPhase[];
   /** Whether a step needs the request's duration (metrics, the access log). */
   readonly timed: boolean;
+  /** The route's last plain head, written again with its changing values (HeadTemplate in heads.ts). */
+  readonly template: { head(x: Exchange, type: string, length: number, limit: LimitResult | undefined): string[] };
 }
 
 /** What one app instance keeps between requests (nothing is module-level). */

@@ -3,7 +3,7 @@
 // steps it can have when the app builds its phases (OUTBOUND in outbound.ts), so a route that
 // cannot carry a kind of field does not run its code (no deprecation fields but on the
 // deprecated route, no rate-limit fields on a route the limiter does not charge).
-import { writeLimitHeaders } from '../limits/index.js';
+import { writeLimitHeaders, type LimitResult } from '../limits/index.js';
 import type { Exchange, HeadStep } from './exchange.js';
 
 /** The deprecated route's three fields, built once per base URL by its phase. */
@@ -50,17 +50,21 @@ export const requestIdField: HeadStep = (x, out, n) => {
 let lastLength = -1;
 let lastLengthText = '';
 
+function lengthText(length: number): string {
+  if (length !== lastLength) {
+    lastLength = length;
+    lastLengthText = String(length);
+  }
+  return lastLengthText;
+}
+
 /** The body's type and length (none without a body), then Cache-Control. */
 export const contentFields: HeadStep = (_x, out, n, type, length) => {
   if (length !== undefined) {
-    if (length !== lastLength) {
-      lastLength = length;
-      lastLengthText = String(length);
-    }
     out[n] = 'Content-Type';
     out[n + 1] = type;
     out[n + 2] = 'Content-Length';
-    out[n + 3] = lastLengthText;
+    out[n + 3] = lengthText(length);
     n += 4;
   }
   out[n] = 'Cache-Control';
@@ -83,21 +87,107 @@ function putField(out: string[], n: number, name: string, value: string): number
 }
 
 /**
- * The one list every head is written into: node turns it into the head's text within
+ * The one list every other head is written into: node turns it into the head's text within
  * writeHead and keeps nothing of it, so it is reused, answer after answer, at the size the
  * last one had (no array is made or grown per answer). Whoever keeps an answer's fields (the
  * journal) keeps a copy.
  */
 const LIST: string[] = [];
 
-/** Every field of an answer, as [name, value, ...] (node writes a flat list in one loop): valid until the next call. */
+/**
+ * Every field of an answer, as [name, value, ...] (node writes a flat list in one loop): valid
+ * until the next call. A plain answer (a body, nothing gathered on the way, no refusal: most
+ * answers) is its route's last plain head with the values that change from one request to the next
+ * written in place (see HeadTemplate); any other is written by the route's steps.
+ */
 export function headList(x: Exchange, type: string, length: number | undefined): string[] {
-  const out = LIST;
+  if (length !== undefined && isEmpty(x.headers)) {
+    const limit = x.limit;
+    if (limit === undefined || limit.outcome === 'ok') return x.outbound.template.head(x, type, length, limit);
+  }
+  return writeSteps(x, LIST, type, length);
+}
+
+function writeSteps(x: Exchange, out: string[], type: string, length: number | undefined): string[] {
   let n = 0;
   const steps = x.outbound.head;
   for (let i = 0; i < steps.length; i++) n = (steps[i] as HeadStep)(x, out, n, type, length);
   if (out.length !== n) out.length = n;
   return out;
+}
+
+export function isEmpty(fields: Readonly<Record<string, string>>): boolean {
+  for (const _ in fields) return false;
+  return true;
+}
+
+/**
+ * A route's last plain head, kept to be written again. Its steps make a plain answer's fields
+ * from the deprecation fields (one list per base URL), the charge's result, the handler's own
+ * fields (Reply.headers), the content type, the body's length and the request id, and nothing
+ * else (an answer with more is not plain: see headList). Of these, the deprecation list, the
+ * policy and limit strings of the charge, the handler's fields (a cached page's Link comes as
+ * the same object) and the type are the same for answer after answer of one route to one
+ * client; when they are, the last head is kept and only the request id, the length and the
+ * charge's changing values (Remaining, Reset, RateLimit) are written into their places.
+ * Otherwise the steps write it afresh, and the places are found again by name.
+ */
+export class HeadTemplate {
+  readonly #list: string[] = [];
+  #built = false;
+  #deprecated: readonly string[] | undefined = undefined;
+  #type = '';
+  #replied: Readonly<Record<string, string>> | undefined = undefined;
+  /** The charge's strings the head was built with (undefined: it has no rate-limit fields). */
+  #policy: string | undefined = undefined;
+  #limitText: string | undefined = undefined;
+  /** The result whose values are in place. */
+  #result: LimitResult | undefined = undefined;
+  #remaining = -1;
+  #reset = -1;
+  #rateLimit = -1;
+  #id = -1;
+  #length = -1;
+
+  head(x: Exchange, type: string, length: number, limit: LimitResult | undefined): string[] {
+    const list = this.#list;
+    if (
+      this.#built && this.#deprecated === x.deprecated && this.#replied === x.replied && this.#type === type
+      && (limit === undefined ? this.#policy === undefined : this.#policy === limit.policy && this.#limitText === limit.limit)
+    ) {
+      if (limit !== undefined && limit !== this.#result) {
+        list[this.#remaining] = limit.remaining;
+        list[this.#reset] = limit.reset;
+        list[this.#rateLimit] = limit.rateLimit;
+        this.#result = limit;
+      }
+      list[this.#id] = x.reqId;
+      list[this.#length] = lengthText(length);
+      return list;
+    }
+    writeSteps(x, list, type, length);
+    this.#built = true;
+    this.#deprecated = x.deprecated;
+    this.#type = type;
+    this.#replied = x.replied;
+    this.#policy = limit?.policy;
+    this.#limitText = limit?.limit;
+    this.#result = limit;
+    this.#remaining = valueAt(list, 'X-RateLimit-Remaining');
+    this.#reset = valueAt(list, 'X-RateLimit-Reset');
+    this.#rateLimit = valueAt(list, 'RateLimit');
+    this.#id = valueAt(list, 'X-Request-Id');
+    this.#length = valueAt(list, 'Content-Length');
+    // A route whose steps write no such field (a charge without its fields) is not kept.
+    if (this.#id < 0 || this.#length < 0 || (limit !== undefined && (this.#remaining < 0 || this.#reset < 0 || this.#rateLimit < 0))) this.#built = false;
+    return list;
+  }
+}
+
+/** The index of the value of the field `name` in [name, value, ...], -1 if there is none. */
+function valueAt(list: readonly string[], name: string): number {
+  for (let i = 0; i < list.length; i += 2) if (list[i] === name) return i + 1;
+  return -1;
 }
 
 /**

@@ -10,7 +10,7 @@ import type { Config } from '../config/index.js';
 import { logRequest } from './access-log.js';
 import { caughtAnswer } from './broken.js';
 import type { AfterPhase, AppDeps, Exchange, FaultStep, HeadStep, Instance, Outbound } from './exchange.js';
-import { contentFields, deprecationFields, gatheredFields, limitFields, requestIdField } from './heads.js';
+import { HeadTemplate, contentFields, deprecationFields, gatheredFields, limitFields, requestIdField } from './heads.js';
 import type { TableRoute } from './route-table.js';
 
 type Step =
@@ -71,7 +71,7 @@ export function outboundOf(route: TableRoute, config: Config, deps: AppDeps): Ou
       timed ||= step.timed;
     }
   }
-  return { head: headSteps, fault, after: afterSteps, timed };
+  return { head: headSteps, fault, after: afterSteps, timed, template: new HeadTemplate() };
 }
 
 /** The names of the route's steps after its handler (for the documentation's table). */

@@ -102,9 +102,17 @@ export function requestIds(): () => string {
       high++;
       head = `${prefix}${high.toString(36)}`;
     }
-    return head + (high === 0 ? (LOW_SHORT[low] as string) : (LOW_PADDED[low] as string));
+    if (high === 0) return head + (LOW_SHORT[low] as string);
+    if (head.length < 11) return head + (LOW_PADDED[low] as string);
+    // From 13 characters on, `+` makes a chain of two parts rather than one string, which
+    // node's check of the header value has to copy into one first: a join makes it flat.
+    const parts = ID_PARTS;
+    parts[0] = head;
+    parts[1] = LOW_PADDED[low] as string;
+    return parts.join('');
   };
 }
+const ID_PARTS: string[] = ['', ''];
 
 /** Two base-36 digits: 0 to 1,295, as toString(36) writes them alone and after higher digits. */
 const LOW_COUNT = 36 * 36;

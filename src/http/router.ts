@@ -11,6 +11,9 @@ interface PathEntry<H> {
   readonly template: string;
   /** The template's segments; a parameter is given by its name, with `param` set. */
   readonly segments: readonly { readonly text: string; readonly param: boolean }[];
+  /** The parameters' names in order, and an object with each as a field: what a match copies. */
+  readonly names: readonly string[];
+  readonly shape: Readonly<Record<string, string>>;
   readonly methods: Map<string, H>;
   allow: string;
   /** For static paths: the answer per method, built once (a match allocates nothing). */
@@ -61,7 +64,7 @@ export class Router<H> {
     const fixed = n < 256 && this.#staticLengths[n] === 0 ? undefined : this.#static.get(path);
     if (fixed) return fixed.found.get(method) ?? pick(fixed, method, NO_PARAMS);
     for (const entry of this.#dynamic) {
-      const params = matchSegments(entry.segments, path);
+      const params = matchSegments(entry, path);
       if (params) return pick(entry, method, params);
     }
     return NOT_FOUND;
@@ -71,7 +74,13 @@ export class Router<H> {
     const known = this.#static.get(template) ?? this.#dynamic.find((e) => e.template === template);
     if (known) return known;
     const segments = template.split('/').map((part) => (part.startsWith('{') ? { text: part.slice(1, -1), param: true } : { text: part, param: false }));
-    const entry: PathEntry<H> = { template, segments, methods: new Map(), allow: '', found: new Map(), refused: NOT_FOUND, otherwise: undefined };
+    const names = segments.filter((s) => s.param).map((s) => s.text);
+    if (names.length > MAX_PARAMS) throw new Error(`route ${template} has more than ${MAX_PARAMS} parameters`);
+    const shape: Record<string, string> = {};
+    for (const name of names) shape[name] = '';
+    const entry: PathEntry<H> = {
+      template, segments, names, shape, methods: new Map(), allow: '', found: new Map(), refused: NOT_FOUND, otherwise: undefined,
+    };
     if (template.includes('{')) this.#dynamic.push(entry);
     else {
       this.#static.set(template, entry);
@@ -97,10 +106,21 @@ function pick<H>(entry: PathEntry<H>, method: string, params: Readonly<Record<st
   return { kind: 'found', handler, params, allow: entry.allow };
 }
 
-/** Matches `path` against a template's segments by walking the string: no split, no copies. */
-function matchSegments(template: PathEntry<unknown>['segments'], path: string): Record<string, string> | undefined {
-  let params: Record<string, string> | undefined;
+const MAX_PARAMS = 16;
+/** Where each parameter of the match under way starts and ends in the path (reused). */
+const BOUNDS = new Int32Array(MAX_PARAMS * 2);
+
+/**
+ * Matches `path` against a template's segments by walking the string: no split, no copies.
+ * The params object is made only for a match, as a copy of the entry's shape with the values
+ * filled in: every match of a route gives an object of one hidden class, its fields written
+ * in place (adding them one by one, by a name known only at run time, costs as much as the
+ * rest of the match).
+ */
+function matchSegments(entry: PathEntry<unknown>, path: string): Record<string, string> | undefined {
+  const template = entry.segments;
   let pos = 0;
+  let k = 0;
   const last = template.length - 1;
   for (let i = 0; i <= last; i++) {
     const slash = path.indexOf('/', pos);
@@ -110,14 +130,17 @@ function matchSegments(template: PathEntry<unknown>['segments'], path: string): 
     const want = template[i] as { readonly text: string; readonly param: boolean };
     if (want.param) {
       if (end === pos) return undefined;
-      params ??= {};
-      params[want.text] = path.slice(pos, end);
+      BOUNDS[k++] = pos;
+      BOUNDS[k++] = end;
     } else if (end - pos !== want.text.length || !path.startsWith(want.text, pos)) {
       return undefined;
     }
     pos = end + 1;
   }
-  return params ?? {};
+  const params = { ...entry.shape };
+  const names = entry.names;
+  for (let i = 0; i < names.length; i++) params[names[i] as string] = path.slice(BOUNDS[2 * i] as number, BOUNDS[2 * i + 1] as number);
+  return params;
 }
 
 function allowHeader<H>(methods: Map<string, H>): string {

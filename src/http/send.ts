@@ -5,7 +5,7 @@ import type { Reply } from '../api/index.js';
 import { writeBroken } from './broken.js';
 import { boundUnreadBody, lingerAfterAnswer } from './drain.js';
 import type { AfterPhase, Exchange, Instance } from './exchange.js';
-import { headList } from './heads.js';
+import { headList, isEmpty } from './heads.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -24,11 +24,6 @@ export function sendReply(app: Instance, x: Exchange, reply: Reply): void {
   } else {
     send(app, x, reply.status, reply.body, type);
   }
-}
-
-function isEmpty(headers: Readonly<Record<string, string>>): boolean {
-  for (const _ in headers) return false;
-  return true;
 }
 
 /** The one exit: every response of the service is written here, with writeHead and end once. */

@@ -53,3 +53,21 @@ test('every operation of the route table is found at its path, path parameters n
     for (const p of route.parameters.filter((x) => x.in === 'path')) assert.equal(m.params[p.name], '7', `${route.operationId}: ${p.name}`);
   }
 });
+
+test('several path parameters are captured in order, each match its own object', () => {
+  const r = new Router<string>()
+    .add('GET', '/v1/a/{first}/b/{second}/{third}', 'three')
+    .add('GET', '/v1/pets/{petId}', 'one');
+  const m = r.match('GET', '/v1/a/x1/b/y22/z333');
+  assert.ok(m.kind === 'found' && m.handler === 'three');
+  assert.deepEqual({ ...m.params }, { first: 'x1', second: 'y22', third: 'z333' });
+  // A failed attempt on one template leaves nothing behind in the next one's params.
+  const one = r.match('GET', '/v1/pets/9');
+  const two = r.match('GET', '/v1/pets/10');
+  assert.ok(one.kind === 'found' && two.kind === 'found');
+  assert.deepEqual({ ...one.params }, { petId: '9' });
+  assert.deepEqual({ ...two.params }, { petId: '10' });
+  assert.notEqual(one.params, two.params);
+  // An empty segment where a parameter stands matches nothing.
+  assert.equal(r.match('GET', '/v1/a//b/y/z').kind, 'not_found');
+});
