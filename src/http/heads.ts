@@ -138,10 +138,11 @@ export class HeadTemplate {
   #deprecated: readonly string[] | undefined = undefined;
   #type = '';
   #replied: Readonly<Record<string, string>> | undefined = undefined;
-  /** The charge's strings the head was built with (undefined: it has no rate-limit fields). */
-  #policy: string | undefined = undefined;
-  #limitText: string | undefined = undefined;
-  /** The result whose values are in place. */
+  /**
+   * The charge's result whose values are in place (undefined: the head has no rate-limit
+   * fields). Its policy and limit strings are those the head was built with: a result is
+   * written in place only when they are the same.
+   */
   #result: LimitResult | undefined = undefined;
   #remaining = -1;
   #reset = -1;
@@ -151,11 +152,12 @@ export class HeadTemplate {
 
   head(x: Exchange, type: string, length: number, limit: LimitResult | undefined): string[] {
     const list = this.#list;
+    const last = this.#result;
     if (
       this.#built && this.#deprecated === x.deprecated && this.#replied === x.replied && this.#type === type
-      && (limit === undefined ? this.#policy === undefined : this.#policy === limit.policy && this.#limitText === limit.limit)
+      && (limit === last || (limit !== undefined && last !== undefined && limit.policy === last.policy && limit.limit === last.limit))
     ) {
-      if (limit !== undefined && limit !== this.#result) {
+      if (limit !== last && limit !== undefined) {
         list[this.#remaining] = limit.remaining;
         list[this.#reset] = limit.reset;
         list[this.#rateLimit] = limit.rateLimit;
@@ -170,8 +172,6 @@ export class HeadTemplate {
     this.#deprecated = x.deprecated;
     this.#type = type;
     this.#replied = x.replied;
-    this.#policy = limit?.policy;
-    this.#limitText = limit?.limit;
     this.#result = limit;
     this.#remaining = valueAt(list, 'X-RateLimit-Remaining');
     this.#reset = valueAt(list, 'X-RateLimit-Reset');

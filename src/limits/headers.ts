@@ -151,7 +151,7 @@ export function limitResult(
     lastReset = resetAt;
     lastResetString = String(resetAt);
   }
-  const remainingStr = remaining >= 0 && remaining < SMALL.length ? (SMALL[remaining] as string) : String(remaining);
+  const remainingStr = decimal(remaining);
   const result = new Result(
     outcome,
     Math.ceil(waitMs / 1000),
@@ -185,7 +185,7 @@ function rateLimitValue(minuteBinds: boolean, remaining: string, t: number): str
   const parts = RATE_LIMIT_PARTS;
   parts[0] = minuteBinds ? '"minute";r=' : '"day";r=';
   parts[1] = remaining;
-  parts[3] = t < SMALL.length && t >= 0 ? (SMALL[t] as string) : String(t);
+  parts[3] = decimal(t);
   return parts.join('');
 }
 const RATE_LIMIT_PARTS: string[] = ['', '', ';t=', ''];
@@ -193,5 +193,10 @@ const RATE_LIMIT_PARTS: string[] = ['', '', ';t=', ''];
 // The header values' number formatting, cheap on the hot path: the integers below 1,024
 // (the Remaining of most plans) as strings made once, and the last Reset value's string.
 const SMALL: readonly string[] = Array.from({ length: 1024 }, (_, i) => String(i));
+
+/** `n` in decimal, from SMALL when it is below 1,024. */
+function decimal(n: number): string {
+  return n >= 0 && n < SMALL.length ? (SMALL[n] as string) : String(n);
+}
 let lastReset = Number.NaN;
 let lastResetString = '';

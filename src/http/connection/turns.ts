@@ -52,7 +52,6 @@ import { WaitingRoom } from './waiting-room.js';
 import { BIG_READ, MAX_OUTSTANDING_TOTAL, MAX_QUEUED, NEAR_MAX_QUEUED, NEW_PER_TURN, PER_TURN, RESUME_TOTAL, TURN_BUDGET } from './bounds.js';
 
 export { MAX_OUTSTANDING } from './reading.js';
-export { BIG_READ, MAX_OUTSTANDING_TOTAL, MAX_QUEUED, NEAR_MAX_QUEUED, NEW_PER_TURN, PER_TURN, TURN_BUDGET } from './bounds.js';
 
 /**
  * The listener, taking turns: per connection at most PER_TURN requests handled per read (or

@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { MAX_OUTSTANDING, MAX_OUTSTANDING_TOTAL, MAX_QUEUED, NEAR_MAX_QUEUED, NEW_PER_TURN, PER_TURN, takeTurns } from '../../../src/http/connection/turns.js';
+import { MAX_OUTSTANDING, takeTurns } from '../../../src/http/connection/turns.js';
+import { MAX_OUTSTANDING_TOTAL, MAX_QUEUED, NEAR_MAX_QUEUED, NEW_PER_TURN, PER_TURN } from '../../../src/http/connection/bounds.js';
 import { FakeSocket, request, turns, type FakeResponse } from './fakes.js';
 
 /** A takeTurns listener recording what it handled (by url), keeping each response to answer later. */
