@@ -9,8 +9,12 @@ export type Match<H> =
 
 interface PathEntry<H> {
   readonly template: string;
-  /** The template's segments; a parameter is given by its name, with `param` set. */
-  readonly segments: readonly { readonly text: string; readonly param: boolean }[];
+  /**
+   * The template's text around its parameters, each parameter a whole segment: literals[0],
+   * the first parameter, literals[1], ..., literals[names.length] (so "/v1/pets/{petId}" is
+   * "/v1/pets/", petId, "").
+   */
+  readonly literals: readonly string[];
   /** The parameters' names in order, and an object with each as a field: what a match copies. */
   readonly names: readonly string[];
   readonly shape: Readonly<Record<string, string>>;
@@ -73,13 +77,24 @@ export class Router<H> {
   #entry(template: string): PathEntry<H> {
     const known = this.#static.get(template) ?? this.#dynamic.find((e) => e.template === template);
     if (known) return known;
-    const segments = template.split('/').map((part) => (part.startsWith('{') ? { text: part.slice(1, -1), param: true } : { text: part, param: false }));
-    const names = segments.filter((s) => s.param).map((s) => s.text);
+    const names: string[] = [];
+    const literals: string[] = [];
+    let text = '';
+    template.split('/').forEach((part, i) => {
+      if (i > 0) text += '/';
+      if (!part.startsWith('{')) text += part;
+      else {
+        names.push(part.slice(1, -1));
+        literals.push(text);
+        text = '';
+      }
+    });
+    literals.push(text);
     if (names.length > MAX_PARAMS) throw new Error(`route ${template} has more than ${MAX_PARAMS} parameters`);
     const shape: Record<string, string> = {};
     for (const name of names) shape[name] = '';
     const entry: PathEntry<H> = {
-      template, segments, names, shape, methods: new Map(), allow: '', found: new Map(), refused: NOT_FOUND, otherwise: undefined,
+      template, literals, names, shape, methods: new Map(), allow: '', found: new Map(), refused: NOT_FOUND, otherwise: undefined,
     };
     if (template.includes('{')) this.#dynamic.push(entry);
     else {
@@ -111,34 +126,32 @@ const MAX_PARAMS = 16;
 const BOUNDS = new Int32Array(MAX_PARAMS * 2);
 
 /**
- * Matches `path` against a template's segments by walking the string: no split, no copies.
- * The params object is made only for a match, as a copy of the entry's shape with the values
+ * Matches `path` against a template by walking the string: no split, no copies. Each literal
+ * must stand at its place; each parameter runs from there to the next slash (or the path's
+ * end) and is not empty; the last literal must end the path. The params object is made only for a match, as a copy of the entry's shape with the values
  * filled in: every match of a route gives an object of one hidden class, its fields written
  * in place (adding them one by one, by a name known only at run time, costs as much as the
  * rest of the match).
  */
 function matchSegments(entry: PathEntry<unknown>, path: string): Record<string, string> | undefined {
-  const template = entry.segments;
-  let pos = 0;
-  let k = 0;
-  const last = template.length - 1;
-  for (let i = 0; i <= last; i++) {
-    const slash = path.indexOf('/', pos);
-    // Every segment but the last must end at a slash; the last must run to the end.
-    if ((slash === -1) !== (i === last)) return undefined;
-    const end = slash === -1 ? path.length : slash;
-    const want = template[i] as { readonly text: string; readonly param: boolean };
-    if (want.param) {
-      if (end === pos) return undefined;
-      BOUNDS[k++] = pos;
-      BOUNDS[k++] = end;
-    } else if (end - pos !== want.text.length || !path.startsWith(want.text, pos)) {
-      return undefined;
-    }
-    pos = end + 1;
-  }
-  const params = { ...entry.shape };
+  const literals = entry.literals;
   const names = entry.names;
+  const count = names.length;
+  let pos = 0;
+  for (let i = 0; i < count; i++) {
+    const literal = literals[i] as string;
+    if (!path.startsWith(literal, pos)) return undefined;
+    pos += literal.length;
+    let end = path.indexOf('/', pos);
+    if (end === -1) end = path.length;
+    if (end === pos) return undefined;
+    BOUNDS[2 * i] = pos;
+    BOUNDS[2 * i + 1] = end;
+    pos = end;
+  }
+  const tail = literals[count] as string;
+  if (path.length - pos !== tail.length || !path.startsWith(tail, pos)) return undefined;
+  const params = { ...entry.shape };
   for (let i = 0; i < names.length; i++) params[names[i] as string] = path.slice(BOUNDS[2 * i] as number, BOUNDS[2 * i + 1] as number);
   return params;
 }

@@ -71,3 +71,53 @@ test('several path parameters are captured in order, each match its own object',
   // An empty segment where a parameter stands matches nothing.
   assert.equal(r.match('GET', '/v1/a//b/y/z').kind, 'not_found');
 });
+
+/** The rule the router keeps, written the plain way: split both on '/', segment by segment. */
+function reference(template: string, path: string): Record<string, string> | undefined {
+  const want = template.split('/');
+  const got = path.split('/');
+  if (want.length !== got.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < want.length; i++) {
+    const w = want[i] as string;
+    const g = got[i] as string;
+    if (w.startsWith('{')) {
+      if (g === '') return undefined;
+      params[w.slice(1, -1)] = g;
+    } else if (w !== g) return undefined;
+  }
+  return params;
+}
+
+test('dynamic templates match exactly as splitting on slashes would, over generated paths', () => {
+  // A small deterministic generator (no Math.random: a failure can be replayed).
+  let seed = 12345;
+  const next = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  const pieces = ['', 'a', 'b', 'ab', 'v1', 'pets', '7', '{x}', '{y}', '{z}'];
+  let compared = 0;
+  for (let t = 0; t < 300; t++) {
+    const segments = Array.from({ length: 1 + next(4) }, () => pieces[next(pieces.length)] as string);
+    // Distinct parameter names, as the router requires; at least one, so the template is dynamic.
+    let k = 0;
+    const template = `/${segments.map((s) => (s.startsWith('{') || k === 0 && s === '' ? `{p${k++}}` : s)).join('/')}`;
+    const router = new Router<string>().add('GET', template, 'route');
+    for (let p = 0; p < 40; p++) {
+      const words = ['', 'a', 'b', 'ab', 'v1', 'pets', '7', 'x/y', '//', 'a/'];
+      const path = p % 2 === 0
+        ? template.replace(/\{p\d+\}/g, () => words[next(words.length)] as string)
+        : `/${Array.from({ length: next(5) }, () => words[next(words.length)] as string).join('/')}`;
+      const want = reference(template, path);
+      const m = router.match('GET', path);
+      if (want === undefined) assert.equal(m.kind, 'not_found', `${template} ${path}`);
+      else {
+        assert.ok(m.kind === 'found', `${template} ${path}`);
+        assert.deepEqual({ ...m.params }, want, `${template} ${path}`);
+      }
+      compared++;
+    }
+  }
+  assert.equal(compared, 12000);
+});
