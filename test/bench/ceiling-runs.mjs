@@ -17,7 +17,9 @@
 //
 // Settings: BENCH_RUNS (3), BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_WARMUP (2),
 // BENCH_SCENARIOS (list,get,create), BENCH_TARGET (0.85), BENCH_BEFORE (a bundle) or
-// BENCH_BEFORE_REV (a git revision, built into a temporary folder with build.mjs), and
+// BENCH_BEFORE_REV (a git revision, built into a temporary folder with build.mjs),
+// BENCH_CEILING_WORK (N: list and get also run `ceiling+work`, the ceiling with N rounds of
+// extra work per request, see peers/ceiling.mjs; the table adds ceiling+work / ceiling), and
 // run.mjs's own (BENCH_CONNECTIONS, BENCH_NO_PIN, BENCH_TMPDIR). The service is built once
 // first (`node build.mjs --tests`), unless BENCH_BUILD=0. Every run.mjs's results/latest.json
 // is kept in results/ceiling-runs/ (run-N-SCENARIOS.json); the table goes to
@@ -35,6 +37,7 @@ const TARGET = Number(env.BENCH_TARGET ?? 0.85);
 const SCENARIOS = (env.BENCH_SCENARIOS ?? 'list,get,create').split(',').map((s) => s.trim()).filter(Boolean);
 const CEILING = { list: 'ceiling', get: 'ceiling', create: 'ceiling+store' };
 const OUT = join(BENCH_DIR, 'results', 'ceiling-runs');
+const WORK = env.BENCH_CEILING_WORK;
 
 function log(...args) {
   console.error('[ceiling-runs]', ...args);
@@ -60,7 +63,7 @@ function buildRevision(rev) {
 
 /** One run.mjs for `scenarios`, beside `ceiling`; resolves with its results/latest.json. */
 function runBench(before, scenarios, ceiling, kept) {
-  const servers = ['petstore', ...(before ? ['petstore@before'] : []), ceiling];
+  const servers = ['petstore', ...(before ? ['petstore@before'] : []), ceiling, ...(WORK && ceiling === 'ceiling' ? ['ceiling+work'] : [])];
   const childEnv = {
     ...env,
     BENCH_SCENARIOS: scenarios.join(','),
@@ -107,7 +110,7 @@ function ratio(a, b) {
 
 function table(runs, before) {
   const lines = [];
-  const head = ['run', 'scenario', 'petstore / ceiling', ...(before ? ['before / ceiling', 'after / before'] : []),
+  const head = ['run', 'scenario', 'petstore / ceiling', ...(before ? ['before / ceiling', 'after / before'] : []), ...(WORK ? [`ceiling+work (${WORK}) / ceiling`] : []),
     'petstore req/s', ...(before ? ['before req/s'] : []), 'ceiling req/s', 'p99 ms petstore', ...(before ? ['before'] : []), 'ceiling', 'errors'];
   lines.push(`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i < 2 ? '---' : '---:')).join('|')}|`);
   const tally = new Map();
@@ -121,7 +124,8 @@ function table(runs, before) {
       if (r.value !== undefined) tally.set(s.id, [...(tally.get(s.id) ?? []), r.value]);
       const failures = s.rows.filter((x) => x.failure).map((x) => `${x.name}: ${x.failure}`);
       const errors = s.rows.filter((x) => x.summary).map((x) => x.summary.unexpected + x.summary.socketErrors).reduce((a, b) => a + b, 0);
-      lines.push(`| ${i + 1} | ${s.id}${s.id === 'create' ? ' (vs ceiling+store)' : ''} | ${r.text} | ${before ? `${ratio(old, ceil).text} | ${ratio(after, old).text} | ` : ''}` +
+      const worked = WORK ? `${s.id === 'create' ? 'n/a' : ratio(row('ceiling+work'), ceil).text} | ` : '';
+      lines.push(`| ${i + 1} | ${s.id}${s.id === 'create' ? ' (vs ceiling+store)' : ''} | ${r.text} | ${before ? `${ratio(old, ceil).text} | ${ratio(after, old).text} | ` : ''}${worked}` +
         `${k(after?.summary?.rps)} | ${before ? `${k(old?.summary?.rps)} | ` : ''}${k(ceil?.summary?.rps)} | ` +
         `${ms(after?.summary?.p99)} | ${before ? `${ms(old?.summary?.p99)} | ` : ''}${ms(ceil?.summary?.p99)} | ${errors}${failures.length ? `; ${failures.join('; ').replaceAll('|', '/')}` : ''} |`);
     }

@@ -19,6 +19,8 @@
 // background threads compile optimized code and help the garbage collector, and how much of
 // that lands in the counted window moves a create's count by 10-20 % from one run to the next;
 // the main thread's count hardly moves (its share of the GC is still in it).
+// `ceiling+work` is the ceiling with BENCH_CEILING_WORK rounds of extra work per request
+// (peers/ceiling.mjs --work): counted here to set the rounds to a server's extra instructions.
 // `petstore+log` is petstore as shipped, access log on (its stdout drained by this script);
 // `petstore+log@before` the same with the BENCH_BEFORE bundle.
 // `shared` (and `shared@before`, with BENCH_BEFORE) run the same bundle on a PostgreSQL store
@@ -60,6 +62,7 @@ const SCRIPTS = {
   file: join(ROOT, 'dist', 'petstore.js'),
   'file@before': BEFORE,
   ceiling: join(ROOT, 'test', 'bench', 'peers', 'ceiling.mjs'),
+  'ceiling+work': join(ROOT, 'test', 'bench', 'peers', 'ceiling.mjs'),
 };
 
 if (!have('valgrind') || !have('callgrind_control')) {
@@ -85,10 +88,10 @@ async function count(name, scenario) {
   const script = SCRIPTS[name] ?? (name.startsWith('shared@/') ? name.slice('shared@'.length) : undefined);
   if (script === undefined) throw new Error(`unknown server ${name} (petstore@before needs BENCH_BEFORE)`);
   const out = join(tmpdir(), `petstore-instructions-${process.pid}-${name.replace(/\W/g, '_')}-${scenario}-${Math.random().toString(36).slice(2)}`);
-  const peer = name === 'ceiling';
+  const peer = name.startsWith('ceiling');
   const backend = name.startsWith('shared') ? await sharedBackendArgs() : undefined;
   const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file', ...(MAIN_ONLY ? ['--separate-threads=yes'] : []),
-    process.execPath, script, '--config', CONFIG, ...(backend !== undefined ? backend : name.startsWith('file') ? ['--data', join(FILE_DIR, `${out.slice(out.lastIndexOf('/') + 1)}.json`)] : ['--memory']), '--port', '0', ...(peer ? [] : ['--log-level', name.startsWith('petstore+log') ? 'info' : 'warn'])];
+    process.execPath, script, '--config', CONFIG, ...(backend !== undefined ? backend : name.startsWith('file') ? ['--data', join(FILE_DIR, `${out.slice(out.lastIndexOf('/') + 1)}.json`)] : ['--memory']), '--port', '0', ...(name === 'ceiling+work' ? ['--work', env.BENCH_CEILING_WORK ?? '0'] : []), ...(peer ? [] : ['--log-level', name.startsWith('petstore+log') ? 'info' : 'warn'])];
   const proc = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (c) => (stderr = (stderr + c).slice(-4000)));

@@ -24,6 +24,8 @@ export const SERVERS = {
   'fastify+log': { script: join(BENCH_DIR, 'peers', 'fastify.mjs'), args: ['--log'] },
   express: { script: join(BENCH_DIR, 'peers', 'express.mjs'), args: [] },
   ceiling: { script: join(BENCH_DIR, 'peers', 'ceiling.mjs'), args: [] },
+  // The ceiling with BENCH_CEILING_WORK rounds of extra work per request (peers/ceiling.mjs).
+  'ceiling+work': { script: join(BENCH_DIR, 'peers', 'ceiling.mjs'), args: ['--work', process.env.BENCH_CEILING_WORK ?? '0'] },
   'ceiling+store': { script: join(BENCH_DIR, 'peers', 'ceiling-store.mjs'), args: [] },
   'fsync-baseline': { script: join(BENCH_DIR, 'peers', 'fsync-baseline.mjs'), args: [] },
 };

@@ -14,10 +14,12 @@
 //   BENCH_CONNECTIONS   wrk connections for the GET scenarios (64; POST always uses 64)
 //   BENCH_SCENARIOS     comma list of: list, get, create, nokey, badlimit, startup (all)
 //   BENCH_SERVERS       comma list of: petstore, petstore+log, fastify, fastify+log, express, ceiling, ceiling+store,
-//                       fsync-baseline, petstore@before, petstore+log@before (all)
+//                       fsync-baseline, petstore@before, petstore+log@before (all), and
+//                       ceiling+work for list and get when BENCH_CEILING_WORK is set
 //   BENCH_BEFORE        path of an older dist/petstore.js: adds the row `petstore@before` to every
 //                       petstore scenario (and `petstore+log@before` beside `petstore+log`), for
 //                       before/after ratios from one run
+//   BENCH_CEILING_WORK  rounds of extra work per request of `ceiling+work` (peers/ceiling.mjs --work)
 //   BENCH_PETSTORE_LOG  petstore's --log-level for the `petstore` rows (warn: no request log, like the peers)
 //   BENCH_STARTUP_RUNS  runs of the startup measurement (20)
 //   BENCH_BUILD         0 to skip `node build.mjs --tests` at the repository root first
@@ -40,11 +42,14 @@ const STARTUP_RUNS = Number(env.BENCH_STARTUP_RUNS ?? 20);
 const SEED = 200;
 const wanted = (list, value) => !list || list.split(',').map((s) => s.trim()).includes(value);
 
+/** The ceiling with extra work per request, beside it, only when asked for. */
+const WORKED = process.env.BENCH_CEILING_WORK ? ['ceiling+work'] : [];
+
 const SCENARIOS = [
   {
     id: 'list',
     title: 'GET /v1/pets?limit=20',
-    servers: ['petstore', 'petstore+log', 'fastify', 'fastify+log', 'express', 'ceiling'],
+    servers: ['petstore', 'petstore+log', 'fastify', 'fastify+log', 'express', 'ceiling', ...WORKED],
     script: 'wrk/get.lua',
     path: '/pets?limit=20',
     request: { headers: auth() },
@@ -53,7 +58,7 @@ const SCENARIOS = [
   {
     id: 'get',
     title: 'GET /v1/pets/{id}',
-    servers: ['petstore', 'petstore+log', 'fastify', 'fastify+log', 'express', 'ceiling'],
+    servers: ['petstore', 'petstore+log', 'fastify', 'fastify+log', 'express', 'ceiling', ...WORKED],
     script: 'wrk/get.lua',
     path: '/pets/100',
     request: { headers: auth() },

@@ -9,7 +9,13 @@
 // No auth, no limiter, no store: whatever a real server does on top of this is the cost of
 // its logic.
 //
-//   node peers/ceiling.mjs [--config FILE] [--data FILE | --memory] [--port 0]
+// `--work N` (the `ceiling+work` server of the benchmarks) first runs N rounds of a small
+// integer loop per request: the same answers at a chosen extra cost in instructions (about 13
+// a round on node 20; count it with instructions.mjs, INSTR_SERVERS=ceiling,ceiling+work). A
+// server that does N rounds' worth more than the ceiling can reach, on this machine and day,
+// at best what ceiling+work reaches in the same run: it tells a gap in code from the machine's.
+//
+//   node peers/ceiling.mjs [--config FILE] [--data FILE | --memory] [--port 0] [--work N]
 import { createServer } from 'node:http';
 import { announce, deprecationHeaders, fixedHeaders, parseArgs, seedPet } from './common.mjs';
 
@@ -27,7 +33,17 @@ let getHeaders;
 let createdHeaders;
 let notFoundHeaders;
 
+const WORK = opts.work;
+let kept = 0;
+/** N rounds of integer arithmetic, its result kept so the loop cannot be left out. */
+function work() {
+  let a = kept;
+  for (let i = 0; i < WORK; i++) a = (a * 31 + i) | 0;
+  kept = a;
+}
+
 const server = createServer((req, res) => {
+  if (WORK > 0) work();
   if (req.method === 'GET' && req.url === '/v1/pets?limit=20') {
     res.writeHead(200, listHeaders);
     res.end(body);

@@ -23,7 +23,7 @@ const INT64_MIN = -9223372036854775808n;
 // Command line: the same flags petstore takes (the ones the benchmark uses).
 
 export function parseArgs(argv = process.argv.slice(2)) {
-  const opts = { config: undefined, data: undefined, memory: false, port: 0, host: '127.0.0.1' };
+  const opts = { config: undefined, data: undefined, memory: false, port: 0, host: '127.0.0.1', work: 0 };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--config') opts.config = argv[++i];
@@ -31,6 +31,7 @@ export function parseArgs(argv = process.argv.slice(2)) {
     else if (arg === '--memory') opts.memory = true;
     else if (arg === '--port') opts.port = Number(argv[++i]);
     else if (arg === '--host') opts.host = argv[++i];
+    else if (arg === '--work') opts.work = Number(argv[++i]);
     else throw new Error(`unknown argument ${arg}`);
   }
   if (!opts.config) throw new Error('--config FILE is required');
