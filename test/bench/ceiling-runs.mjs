@@ -124,7 +124,8 @@ function table(runs, before) {
       if (r.value !== undefined) tally.set(s.id, [...(tally.get(s.id) ?? []), r.value]);
       const failures = s.rows.filter((x) => x.failure).map((x) => `${x.name}: ${x.failure}`);
       const errors = s.rows.filter((x) => x.summary).map((x) => x.summary.unexpected + x.summary.socketErrors).reduce((a, b) => a + b, 0);
-      const worked = WORK ? `${s.id === 'create' ? 'n/a' : ratio(row('ceiling+work'), ceil).text} | ` : '';
+      // (create has no ceiling+work row: n/a.)
+      const worked = WORK ? `${ratio(row('ceiling+work'), ceil).text} | ` : '';
       lines.push(`| ${i + 1} | ${s.id}${s.id === 'create' ? ' (vs ceiling+store)' : ''} | ${r.text} | ${before ? `${ratio(old, ceil).text} | ${ratio(after, old).text} | ` : ''}${worked}` +
         `${k(after?.summary?.rps)} | ${before ? `${k(old?.summary?.rps)} | ` : ''}${k(ceil?.summary?.rps)} | ` +
         `${ms(after?.summary?.p99)} | ${before ? `${ms(old?.summary?.p99)} | ` : ''}${ms(ceil?.summary?.p99)} | ${errors}${failures.length ? `; ${failures.join('; ').replaceAll('|', '/')}` : ''} |`);

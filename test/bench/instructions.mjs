@@ -38,7 +38,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BEFORE, CONFIG, ROOT, have, http, jsonHeaders, KEY, sharedBackendArgs, stopSharedBackends } from './lib.mjs';
+import { BEFORE, CONFIG, ROOT, SERVERS as PEERS, have, http, jsonHeaders, KEY, sharedBackendArgs, stopSharedBackends } from './lib.mjs';
 import { seedPet } from './peers/common.mjs';
 
 const env = process.env;
@@ -93,7 +93,7 @@ async function count(name, scenario) {
   const peer = name.startsWith('ceiling');
   const backend = name.startsWith('shared') ? await sharedBackendArgs() : undefined;
   const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file', ...(MAIN_ONLY ? ['--separate-threads=yes'] : []),
-    process.execPath, script, '--config', CONFIG, ...(backend !== undefined ? backend : name.startsWith('file') ? ['--data', join(FILE_DIR, `${out.slice(out.lastIndexOf('/') + 1)}.json`)] : ['--memory']), '--port', '0', ...(name === 'ceiling+work' ? ['--work', env.BENCH_CEILING_WORK ?? '0'] : []), ...(peer ? [] : ['--log-level', name.startsWith('petstore+log') ? 'info' : 'warn'])];
+    process.execPath, script, '--config', CONFIG, ...(backend !== undefined ? backend : name.startsWith('file') ? ['--data', join(FILE_DIR, `${out.slice(out.lastIndexOf('/') + 1)}.json`)] : ['--memory']), '--port', '0', ...(name === 'ceiling+work' ? PEERS['ceiling+work'].args : []), ...(peer ? [] : ['--log-level', name.startsWith('petstore+log') ? 'info' : 'warn'])];
   const proc = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (c) => (stderr = (stderr + c).slice(-4000)));

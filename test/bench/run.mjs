@@ -44,7 +44,7 @@ const SEED = 200;
 const wanted = (list, value) => !list || list.split(',').map((s) => s.trim()).includes(value);
 
 /** The ceiling with extra work per request, beside it, only when asked for. */
-const WORKED = process.env.BENCH_CEILING_WORK ? ['ceiling+work'] : [];
+const WORKED = env.BENCH_CEILING_WORK ? ['ceiling+work'] : [];
 
 const SCENARIOS = [
   {

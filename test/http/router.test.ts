@@ -100,7 +100,8 @@ test('dynamic templates match exactly as splitting on slashes would, over genera
   let compared = 0;
   for (let t = 0; t < 300; t++) {
     const segments = Array.from({ length: 1 + next(4) }, () => pieces[next(pieces.length)] as string);
-    // Distinct parameter names, as the router requires; at least one, so the template is dynamic.
+    // Distinct parameter names, as the router requires (a template left without one is a static
+    // path, held to the same rule).
     let k = 0;
     const template = `/${segments.map((s) => (s.startsWith('{') || k === 0 && s === '' ? `{p${k++}}` : s)).join('/')}`;
     const router = new Router<string>().add('GET', template, 'route');
