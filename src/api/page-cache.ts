@@ -46,6 +46,8 @@ export interface CachedPet {
 
 /** An entry's record, its Map slot and the generation and count numbers (counted high). */
 const ENTRY_OVERHEAD = 256;
+/** A number key: a heap number at most (a small integer is stored in the Map slot itself). */
+const NUMBER_KEY_BYTES = 16;
 /**
  * A page keeps its next link only up to this many characters (the Host header it is built from
  * may be long), and every page counts room for one that long and for its base URL, at two bytes
@@ -61,8 +63,8 @@ const LINK_BYTES = 64 + 2 * (16 + 2 * MAX_KEPT_LINK);
  * pays one store and no reordering; eviction walks from the oldest entry, and a flagged one
  * is moved to the back with its flag cleared instead of being dropped.
  */
-class BoundedBytes<T extends { body: Buffer; used?: boolean }> {
-  protected readonly entries = new Map<string, T>();
+class BoundedBytes<K extends string | number, T extends { body: Buffer; used?: boolean }> {
+  protected readonly entries = new Map<K, T>();
   readonly #maxEntries: number;
   readonly #maxBytes: number;
   /** What each entry costs beside its body and key (a page: room for its link). */
@@ -88,23 +90,23 @@ class BoundedBytes<T extends { body: Buffer; used?: boolean }> {
    * Keeps `entry` under `key`. Its body is copied out of a shared pool slab if it is in one,
    * and the key into a string of its own (it may be a slice of the request line).
    */
-  set(key: string, entry: T): void {
+  set(key: K, entry: T): void {
     this.#drop(key);
     const size = this.cost(key, entry.body.length);
     if (size > this.#maxBytes) return; // would evict everything else for one entry
     while (this.entries.size >= this.#maxEntries || this.#bytes + size > this.#maxBytes) this.#evictOne();
     entry.used = false;
     entry.body = ownedBuffer(entry.body);
-    this.entries.set(ownedString(key), entry);
+    this.entries.set(typeof key === 'string' ? (ownedString(key) as K) : key, entry);
     this.#bytes += size;
   }
 
   /** What an entry with this key and a body of this length costs against the bound. */
-  cost(key: string, bodyLength: number): number {
-    return this.#entryBytes + stringBytes(key) + bodyLength + BUFFER_OVERHEAD;
+  cost(key: K, bodyLength: number): number {
+    return this.#entryBytes + (typeof key === 'string' ? stringBytes(key) : NUMBER_KEY_BYTES) + bodyLength + BUFFER_OVERHEAD;
   }
 
-  #drop(key: string): void {
+  #drop(key: K): void {
     const entry = this.entries.get(key);
     if (entry === undefined) return;
     this.entries.delete(key);
@@ -132,7 +134,7 @@ class BoundedBytes<T extends { body: Buffer; used?: boolean }> {
  * ascend, so a page that has a successor never changes until a reset (the store's
  * generation); the last page is valid while no pet was added.
  */
-export class PageCache extends BoundedBytes<CachedPage> {
+export class PageCache extends BoundedBytes<string, CachedPage> {
   static readonly MAX_PAGES = 1024;
   static readonly MAX_BYTES = 16 * 1024 * 1024;
 
@@ -150,11 +152,12 @@ export class PageCache extends BoundedBytes<CachedPage> {
 }
 
 /**
- * Each pet's answer of GET /pets/{petId} as bytes, keyed by the path parameter as sent.
- * A pet never changes once stored, so an entry is valid until a reset or a restore (the
- * store's generation moves); a pet not found is never cached.
+ * Each pet's answer of GET /pets/{petId} as bytes, keyed by the pet's id (a number: the path
+ * parameter is a fresh string on every request, and hashing it for the lookup cost more than
+ * reading its digits). A pet never changes once stored, so an entry is valid until a reset or
+ * a restore (the store's generation moves); a pet not found is never cached.
  */
-export class PetCache extends BoundedBytes<CachedPet> {
+export class PetCache extends BoundedBytes<number, CachedPet> {
   static readonly MAX_PETS = 16_384;
   static readonly MAX_BYTES = 8 * 1024 * 1024;
 
@@ -162,8 +165,8 @@ export class PetCache extends BoundedBytes<CachedPet> {
     super(maxPets, maxBytes);
   }
 
-  get(key: string, store: PageVersion): CachedPet | undefined {
-    const pet = this.entries.get(key);
+  get(id: number, store: PageVersion): CachedPet | undefined {
+    const pet = this.entries.get(id);
     if (pet === undefined || pet.generation !== store.generation) return undefined;
     pet.used = true;
     return pet;

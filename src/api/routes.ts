@@ -6,7 +6,7 @@ import type { Reply, RouteSpec } from './contract.js';
 import { IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_DESCRIPTION, createOnce, idempotencyKeySchema } from './idempotency-key.js';
 import { MAX_KEPT_LINK, type CachedPage, type PageCache, type PetCache } from './page-cache.js';
 import {
-  cursorSchema, limitSchema, newPetSchema, parseListQuery, parseNewPet, parsePetId, petIdSchema, petSchema,
+  cursorSchema, limitSchema, newPetSchema, parseListQuery, parseNewPet, parsePetId, petIdSchema, petSchema, plainPetId,
   petStatusSchema,
 } from './schemas.js';
 
@@ -151,17 +151,21 @@ const getPet: RouteSpec = {
   },
   handler({ params, store, pets, pages }) {
     const raw = params.petId ?? '';
-    if (pets !== undefined && pages !== undefined) {
+    // The common form (plain digits) is read by hand; any other is read or refused by parsePetId.
+    const plain = plainPetId(raw);
+    if (plain !== -1 && pets !== undefined && pages !== undefined) {
       // Pets never change: the bytes of an answer given once stay right until a reset.
-      const hit = pets.get(raw, pages.version);
+      const hit = pets.get(plain, pages.version);
       if (hit !== undefined) return (hit.reply ??= { status: 200, body: hit.body });
     }
-    const id = parsePetId(raw);
+    const id = plain !== -1 ? plain : parsePetId(raw);
     if (id instanceof ApiError) return id;
     const generation = pages?.version.generation ?? 0;
     const found = store.get(id);
-    if (found instanceof Promise) return found.then((pet) => petReply(pet, raw, pets, generation));
-    return petReply(found, raw, pets, generation);
+    // (Only answers to the plain form are cached: the cache is looked up by it alone.)
+    const cache = plain !== -1 ? pets : undefined;
+    if (found instanceof Promise) return found.then((pet) => petReply(pet, raw, cache, generation));
+    return petReply(found, raw, cache, generation);
   },
 };
 
@@ -169,7 +173,7 @@ function petReply(found: StoredPet | undefined, raw: string, pets: PetCache | un
   if (found === undefined) return new ApiError('not_found', `Pet ${raw} was not found.`);
   if (pets === undefined) return { status: 200, body: found.json };
   const body = Buffer.from(found.json);
-  pets.set(raw, { generation, body, reply: undefined });
+  pets.set(found.pet.id, { generation, body, reply: undefined });
   return { status: 200, body };
 }
 

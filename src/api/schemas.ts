@@ -176,6 +176,22 @@ export function parseCursor(raw: string | undefined): number | undefined | ApiEr
  * The petId path segment. Not a decimal integer, or outside int64: 400. Well-formed: the
  * number (ids beyond the safe range cannot exist, so they map to a 404 via Infinity).
  */
+/**
+ * The id a petId of 1 to 15 ASCII digits names (how ids are sent), read without a regular
+ * expression; -1 for any other form, which parsePetId() then reads or refuses.
+ */
+export function plainPetId(raw: string): number {
+  const n = raw.length;
+  if (n === 0 || n > 15) return -1;
+  let id = 0;
+  for (let i = 0; i < n; i++) {
+    const digit = raw.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return -1;
+    id = id * 10 + digit;
+  }
+  return id;
+}
+
 export function parsePetId(raw: string): number | ApiError {
   if (!/^-?[0-9]{1,20}$/.test(raw)) {
     return new ApiError('invalid_request', `Path parameter petId must be a decimal integer, got "${clip(raw, 40)}".`);

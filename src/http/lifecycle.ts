@@ -22,7 +22,7 @@ import { authenticateOn, challenge, isAdminKey, unauthorized } from './auth.js';
 import { PendingBodies } from './body.js';
 import { applyLimit, chargeAddress } from './charge.js';
 import { addPreflightHeaders, allowCors } from './cors.js';
-import { deprecationHeaders } from './deprecation.js';
+import { deprecationHeadersOf } from './deprecation.js';
 import type { OrderedListener } from './connection/index.js';
 import { Exchange, type AppDeps, type Instance, type Outbound, type RequestListener } from './exchange.js';
 import { fail } from './failure.js';
@@ -58,7 +58,7 @@ export const PHASES: readonly PhaseEntry[] = [
     does: 'marks a `/v1` request to be recorded in the journal once answered',
   },
   {
-    name: 'deprecation', pick: (r) => when(r.deprecated !== undefined, deprecationOf(r)),
+    name: 'deprecation', pick: (r) => (r.deprecated !== undefined ? deprecationOf(r) : undefined),
     does: 'the Deprecation, Sunset and Link headers, on every answer from here on (errors included)',
   },
   {
@@ -249,8 +249,9 @@ function journal(app: Instance, x: Exchange): Step {
 
 /** Every answer of a deprecated operation carries its headers, errors included. */
 function deprecationOf(route: TableRoute): Phase {
+  const headersOf = deprecationHeadersOf(route);
   return (app, x) => {
-    x.deprecated = deprecationHeaders(app, route, baseOf(app, x));
+    x.deprecated = headersOf(app, baseOf(app, x));
     return undefined;
   };
 }

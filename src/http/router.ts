@@ -19,9 +19,17 @@ interface PathEntry<H> {
   readonly names: readonly string[];
   readonly shape: Readonly<Record<string, string>>;
   readonly methods: Map<string, H>;
+  /**
+   * The same as `methods`, looked up by a loop of string comparisons: a path has a handful of
+   * methods, and node hands over the method as one of its own constant strings, which compare
+   * with ours at once (a Map hashes it first).
+   */
+  readonly methodList: string[];
+  readonly handlerList: H[];
   allow: string;
-  /** For static paths: the answer per method, built once (a match allocates nothing). */
-  readonly found: Map<string, Match<H>>;
+  /** For static paths: the answer per method of foundMethods, built once (a match allocates nothing). */
+  readonly foundMethods: string[];
+  readonly found: Array<Match<H>>;
   /** The answer to a method the path does not have. */
   refused: Match<H>;
   otherwise: H | undefined;
@@ -45,6 +53,8 @@ export class Router<H> {
     const entry = this.#entry(template);
     if (entry.methods.has(method)) throw new Error(`route ${method} ${template} registered twice`);
     entry.methods.set(method, handler);
+    entry.methodList.push(method);
+    entry.handlerList.push(handler);
     entry.allow = allowHeader(entry.methods);
     refresh(entry);
     return this;
@@ -66,7 +76,10 @@ export class Router<H> {
   match(method: string, path: string): Match<H> {
     const n = path.length;
     const fixed = n < 256 && this.#staticLengths[n] === 0 ? undefined : this.#static.get(path);
-    if (fixed) return fixed.found.get(method) ?? pick(fixed, method, NO_PARAMS);
+    if (fixed) {
+      const i = indexOf(fixed.foundMethods, method);
+      return i !== -1 ? (fixed.found[i] as Match<H>) : pick(fixed, method, NO_PARAMS);
+    }
     for (const entry of this.#dynamic) {
       const params = matchSegments(entry, path);
       if (params) return pick(entry, method, params);
@@ -94,7 +107,8 @@ export class Router<H> {
     const shape: Record<string, string> = {};
     for (const name of names) shape[name] = '';
     const entry: PathEntry<H> = {
-      template, literals, names, shape, methods: new Map(), allow: '', found: new Map(), refused: NOT_FOUND, otherwise: undefined,
+      template, literals, names, shape, methods: new Map(), methodList: [], handlerList: [], allow: '', foundMethods: [], found: [],
+      refused: NOT_FOUND, otherwise: undefined,
     };
     if (template.includes('{')) this.#dynamic.push(entry);
     else {
@@ -109,18 +123,35 @@ export class Router<H> {
 function refresh<H>(entry: PathEntry<H>): void {
   entry.refused = { kind: 'method_not_allowed', allow: entry.allow, handler: entry.otherwise };
   if (!entry.template.includes('{')) {
-    entry.found.clear();
-    for (const m of [...entry.methods.keys(), 'HEAD']) entry.found.set(m, pick(entry, m, NO_PARAMS));
+    entry.foundMethods.length = 0;
+    entry.found.length = 0;
+    for (const m of [...entry.methods.keys(), 'HEAD']) {
+      if (entry.foundMethods.includes(m)) continue;
+      entry.foundMethods.push(m);
+      entry.found.push(pick(entry, m, NO_PARAMS));
+    }
   }
 }
 
 function pick<H>(entry: PathEntry<H>, method: string, params: Readonly<Record<string, string>>): Match<H> {
   // Per RFC 9110 section 9.3.2, HEAD is answered like GET without the body (node:http drops it).
-  const handler = entry.methods.get(method) ?? (method === 'HEAD' ? entry.methods.get('GET') : undefined);
+  const handler = handlerOf(entry, method) ?? (method === 'HEAD' ? handlerOf(entry, 'GET') : undefined);
   if (handler === undefined) return entry.refused;
   return { kind: 'found', handler, params, allow: entry.allow };
 }
 
+function handlerOf<H>(entry: PathEntry<H>, method: string): H | undefined {
+  const i = indexOf(entry.methodList, method);
+  return i === -1 ? undefined : entry.handlerList[i];
+}
+
+/** Where `method` is in `methods`, or -1 (a loop the compiler inlines; Array#indexOf is a call). */
+function indexOf(methods: readonly string[], method: string): number {
+  for (let i = 0; i < methods.length; i++) if (methods[i] === method) return i;
+  return -1;
+}
+
+const SLASH = 0x2f;
 const MAX_PARAMS = 16;
 /** Where each parameter of the match under way starts and ends in the path (reused). */
 const BOUNDS = new Int32Array(MAX_PARAMS * 2);
@@ -137,13 +168,15 @@ function matchSegments(entry: PathEntry<unknown>, path: string): Record<string, 
   const literals = entry.literals;
   const names = entry.names;
   const count = names.length;
+  const n = path.length;
   let pos = 0;
   for (let i = 0; i < count; i++) {
     const literal = literals[i] as string;
     if (!path.startsWith(literal, pos)) return undefined;
     pos += literal.length;
-    let end = path.indexOf('/', pos);
-    if (end === -1) end = path.length;
+    // (A parameter is a few characters: a loop is cheaper than a call of indexOf.)
+    let end = pos;
+    while (end < n && path.charCodeAt(end) !== SLASH) end++;
     if (end === pos) return undefined;
     BOUNDS[2 * i] = pos;
     BOUNDS[2 * i + 1] = end;

@@ -45,8 +45,8 @@ test('a kept body owns its memory: a small Buffer is never kept as a slice of a 
   const pets = new PetCache();
   const sent = Buffer.from('{"id":1,"name":"Rex","categoryId":1}');
   assert.notEqual(sent.buffer.byteLength, sent.length, 'Buffer.from() of a short text is a slice of the pool');
-  pets.set('1', { generation: 1, body: sent });
-  const kept = pets.get('1', { generation: 1, count: 0 });
+  pets.set(1, { generation: 1, body: sent });
+  const kept = pets.get(1, { generation: 1, count: 0 });
   assert.equal(kept?.body.buffer.byteLength, sent.length);
   assert.deepEqual(kept?.body, sent);
 });
@@ -57,7 +57,7 @@ test('a full pet cache of pooled bodies holds no more memory than its bound', ()
   const waste: Buffer[] = [];
   for (let id = 1; id <= 2 * PetCache.MAX_PETS; id++) {
     // As routes.ts makes them: Buffer.from() of the pet's text, between other short-lived Buffers.
-    pets.set(String(id), { generation: 1, body: Buffer.from(`{"id":${id},"name":"${'名'.repeat(40)}","categoryId":1}`) });
+    pets.set(id, { generation: 1, body: Buffer.from(`{"id":${id},"name":"${'名'.repeat(40)}","categoryId":1}`) });
     waste.push(Buffer.from('x'.repeat(400)));
     if (waste.length > 8) waste.shift();
   }
@@ -69,12 +69,12 @@ test('a full pet cache of pooled bodies holds no more memory than its bound', ()
 test('the pet cache is bounded in entries and bytes, and a reset (a new generation) misses', async () => {
   const pets = new PetCache(3, 5000);
   const version = { generation: 1, count: 0 };
-  for (let i = 1; i <= 4; i++) pets.set(String(i), { generation: 1, body: Buffer.alloc(10) });
+  for (let i = 1; i <= 4; i++) pets.set(i, { generation: 1, body: Buffer.alloc(10) });
   assert.equal(pets.size, 3);
-  assert.equal(pets.bytes, 3 * pets.cost('1', 10));
-  assert.equal(pets.get('1', version), undefined, 'the oldest went');
-  assert.ok(pets.get('4', version));
-  pets.set('big', { generation: 1, body: Buffer.alloc(95) });
+  assert.equal(pets.bytes, 3 * pets.cost(1, 10));
+  assert.equal(pets.get(1, version), undefined, 'the oldest went');
+  assert.ok(pets.get(4, version));
+  pets.set(99, { generation: 1, body: Buffer.alloc(95) });
   assert.ok(pets.bytes <= 5000);
-  assert.equal(pets.get('big', { generation: 2, count: 0 }), undefined);
+  assert.equal(pets.get(99, { generation: 2, count: 0 }), undefined);
 });

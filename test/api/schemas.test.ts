@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '../../src/core/errors.js';
-import { parseCursor, parseLimit, parseListQuery, parseNewPet, parsePetId, parseStatus } from '../../src/api/schemas.js';
+import { parseCursor, parseLimit, parseListQuery, parseNewPet, parsePetId, parseStatus, plainPetId } from '../../src/api/schemas.js';
 import { parseQuery } from '../../src/http/query.js';
 import { check } from '../../src/api/validate.js';
 import * as schemas from '../../src/api/schemas.js';
@@ -56,6 +56,20 @@ test('petId', () => {
   assert.equal(parsePetId('9223372036854775807'), Number.POSITIVE_INFINITY);
   for (const s of ['abc', '1.5', '1e3', '', '9223372036854775808', '-9223372036854775809', '0x1', ' 1']) rejects(() => parsePetId(s), 'petId');
 });
+
+// The handler reads plain digits by hand (the pet cache's key) and leaves every other form to
+// parsePetId: for each form, the hand reading is the same number or declines (-1).
+const PET_ID_FORMS: Array<[string, number]> = [
+  ['0', 0], ['7', 7], ['42', 42], ['007', 7], ['000000000000000', 0], ['999999999999999', 999_999_999_999_999],
+  ['1000000000000000', -1], ['9223372036854775807', -1], ['-3', -1], ['+3', -1], ['', -1], [' 1', -1], ['1 ', -1],
+  ['1.5', -1], ['1e3', -1], ['0x1', -1], ['/', -1], [':', -1], ['１', -1], ['4\u0000', -1],
+];
+for (const [raw, want] of PET_ID_FORMS) {
+  test(`petId ${JSON.stringify(raw)} read by hand: ${want}`, () => {
+    assert.equal(plainPetId(raw), want);
+    if (want !== -1) assert.equal(parsePetId(raw), want, 'the same number as parsePetId');
+  });
+}
 
 const validPets: unknown[] = [
   { name: 'a', categoryId: 0 },
