@@ -157,8 +157,8 @@ const MAX_PARAMS = 16;
 const BOUNDS = new Int32Array(MAX_PARAMS * 2);
 
 /**
- * Matches `path` against a template by walking the string: no split, no copies. Each literal
- * must stand at its place; each parameter runs from there to the next slash (or the path's
+ * Matches `path` against a template by walking the string, without splitting it. Each literal
+ * must stand at its place (compared as a copy of the path's text there); each parameter runs from there to the next slash (or the path's
  * end) and is not empty; the last literal must end the path. The params object is made only
  * for a match, as a copy of the entry's shape with the values filled in: every match of a
  * route gives an object of one hidden class, its fields written in place (adding them one by
@@ -172,8 +172,11 @@ function matchSegments(entry: PathEntry<unknown>, path: string): Record<string, 
   let pos = 0;
   for (let i = 0; i < count; i++) {
     const literal = literals[i] as string;
-    if (!path.startsWith(literal, pos)) return undefined;
-    pos += literal.length;
+    const length = literal.length;
+    // (A copy compared whole is cheaper than startsWith, which V8 compiles into a loop that
+    // reads the path's characters one by one.)
+    if (n < pos + length || (length !== 0 && path.slice(pos, pos + length) !== literal)) return undefined;
+    pos += length;
     // (A parameter is a few characters: a loop is cheaper than a call of indexOf.)
     let end = pos;
     while (end < n && path.charCodeAt(end) !== SLASH) end++;
@@ -183,7 +186,7 @@ function matchSegments(entry: PathEntry<unknown>, path: string): Record<string, 
     pos = end;
   }
   const tail = literals[count] as string;
-  if (path.length - pos !== tail.length || !path.startsWith(tail, pos)) return undefined;
+  if (n - pos !== tail.length || (tail.length !== 0 && path.slice(pos) !== tail)) return undefined;
   const params = { ...entry.shape };
   for (let i = 0; i < names.length; i++) params[names[i] as string] = path.slice(BOUNDS[2 * i] as number, BOUNDS[2 * i + 1] as number);
   return params;
