@@ -65,6 +65,13 @@ const LINK_BYTES = 64 + 2 * (16 + 2 * MAX_KEPT_LINK);
  */
 class BoundedBytes<K extends string | number, T extends { body: Buffer; used?: boolean }> {
   protected readonly entries = new Map<K, T>();
+  /**
+   * The entry last found by PageCache.get and its key (a copy of its own): a client asks for the
+   * same page again and again, and its query string, a fresh string each time, is then compared
+   * with this one instead of being hashed for the Map. Any change to the entries forgets it.
+   */
+  protected lastKey: K | undefined = undefined;
+  protected lastEntry: T | undefined = undefined;
   readonly #maxEntries: number;
   readonly #maxBytes: number;
   /** What each entry costs beside its body and key (a page: room for its link). */
@@ -91,6 +98,7 @@ class BoundedBytes<K extends string | number, T extends { body: Buffer; used?: b
    * and the key into a string of its own (it may be a slice of the request line).
    */
   set(key: K, entry: T): void {
+    this.forget();
     this.#drop(key);
     const size = this.cost(key, entry.body.length);
     if (size > this.#maxBytes) return; // would evict everything else for one entry
@@ -106,6 +114,12 @@ class BoundedBytes<K extends string | number, T extends { body: Buffer; used?: b
     return this.#entryBytes + (typeof key === 'string' ? stringBytes(key) : NUMBER_KEY_BYTES) + bodyLength + BUFFER_OVERHEAD;
   }
 
+  /** Forgets the entry last found (see lastKey). */
+  protected forget(): void {
+    this.lastKey = undefined;
+    this.lastEntry = undefined;
+  }
+
   #drop(key: K): void {
     const entry = this.entries.get(key);
     if (entry === undefined) return;
@@ -115,6 +129,7 @@ class BoundedBytes<K extends string | number, T extends { body: Buffer; used?: b
 
   /** Drops the least recently used entry (CLOCK): used ones get a second chance at the back. */
   #evictOne(): void {
+    this.forget();
     for (const [key, entry] of this.entries) {
       this.entries.delete(key);
       if (entry.used === true) {
@@ -143,7 +158,15 @@ export class PageCache extends BoundedBytes<string, CachedPage> {
   }
 
   get(key: string, store: PageVersion): CachedPage | undefined {
-    const page = this.entries.get(key);
+    let page: CachedPage | undefined;
+    if (key === this.lastKey) page = this.lastEntry;
+    else {
+      page = this.entries.get(key);
+      if (page !== undefined) {
+        this.lastKey = ownedString(key);
+        this.lastEntry = page;
+      }
+    }
     if (page === undefined || page.generation !== store.generation) return undefined;
     if (page.nextAfter === undefined && page.count !== store.count) return undefined;
     page.used = true;

@@ -1,5 +1,6 @@
-// A small router: static paths are one Map lookup; paths with `{param}` segments are matched
-// as their literal text around the parameters. No regular expressions on the request path.
+// A small router: static paths are found by their text, compared with the few of the same
+// length; paths with `{param}` segments are matched as their literal text around the
+// parameters. No regular expressions on the request path.
 
 export type Match<H> =
   | { readonly kind: 'found'; readonly handler: H; readonly params: Readonly<Record<string, string>>; readonly allow: string }
@@ -43,10 +44,11 @@ export class Router<H> {
   readonly #static = new Map<string, PathEntry<H>>();
   readonly #dynamic: PathEntry<H>[] = [];
   /**
-   * Whether a static path of each length (below 256) is registered: a path of another length
-   * (/v1/pets/123) is not hashed for a Map lookup that cannot find it.
+   * The static paths by length (below 256): a path is compared with the few of its length, as a
+   * string, instead of being hashed for a Map lookup (node hands over a fresh string per
+   * request); a path of a length no static path has (/v1/pets/123) is compared with none.
    */
-  readonly #staticLengths = new Uint8Array(256);
+  readonly #staticByLength: Array<Array<PathEntry<H>> | undefined> = new Array<Array<PathEntry<H>> | undefined>(256).fill(undefined);
 
   /** Register `handler` for `method` on `template` (e.g. "/v1/pets/{petId}"). */
   add(method: string, template: string, handler: H): this {
@@ -75,7 +77,7 @@ export class Router<H> {
 
   match(method: string, path: string): Match<H> {
     const n = path.length;
-    const fixed = n < 256 && this.#staticLengths[n] === 0 ? undefined : this.#static.get(path);
+    const fixed = n < 256 ? sameText(this.#staticByLength[n], path) : this.#static.get(path);
     if (fixed) {
       const i = indexOf(fixed.foundMethods, method);
       return i !== -1 ? (fixed.found[i] as Match<H>) : pick(fixed, method, NO_PARAMS);
@@ -113,7 +115,7 @@ export class Router<H> {
     if (template.includes('{')) this.#dynamic.push(entry);
     else {
       this.#static.set(template, entry);
-      if (template.length < 256) this.#staticLengths[template.length] = 1;
+      if (template.length < 256) (this.#staticByLength[template.length] ??= []).push(entry);
     }
     return entry;
   }
@@ -138,6 +140,13 @@ function pick<H>(entry: PathEntry<H>, method: string, params: Readonly<Record<st
   const handler = handlerOf(entry, method) ?? (method === 'HEAD' ? handlerOf(entry, 'GET') : undefined);
   if (handler === undefined) return entry.refused;
   return { kind: 'found', handler, params, allow: entry.allow };
+}
+
+/** The entry among `entries` whose template is `path`, if any. */
+function sameText<H>(entries: ReadonlyArray<PathEntry<H>> | undefined, path: string): PathEntry<H> | undefined {
+  if (entries === undefined) return undefined;
+  for (let i = 0; i < entries.length; i++) if ((entries[i] as PathEntry<H>).template === path) return entries[i];
+  return undefined;
 }
 
 function handlerOf<H>(entry: PathEntry<H>, method: string): H | undefined {

@@ -23,6 +23,27 @@ test('a full page cache evicts the least recently used page, not everything', ()
   assert.ok(cache.get('k2', store), 'one eviction per insertion');
 });
 
+test('the page last found is never answered once it was replaced or evicted', () => {
+  // get() remembers the last page it found, so that a client asking for the same page again is
+  // answered without hashing its query string: any change to the entries must forget it.
+  const cache = new PageCache(2, 1 << 20);
+  const first = page(10);
+  cache.set('limit=20', first);
+  assert.equal(cache.get('limit=20', store), first);
+  assert.equal(cache.get(`limit=${20}`, store), first, 'the same text as another string');
+  const second = page(10);
+  cache.set('limit=20', second);
+  assert.equal(cache.get('limit=20', store), second, 'the page that replaced it');
+  cache.set('limit=5', page(10));
+  assert.ok(cache.get('limit=5', store));
+  cache.get('limit=20', store);
+  cache.set('limit=7', page(10)); // evicts one; 'limit=20' and 'limit=5' were both read since
+  cache.set('limit=8', page(10));
+  assert.equal(cache.size, 2);
+  assert.deepEqual(['limit=20', 'limit=5', 'limit=7', 'limit=8'].map((k) => cache.get(k, store) !== undefined), [false, false, true, true]);
+  assert.equal(cache.get('limit=20', store), undefined, 'asked again: still gone');
+});
+
 test('the page cache is bounded in bytes, each page counted with its key, its link and its objects; a page above the bound is not cached', () => {
   const probe = new PageCache();
   const each = probe.cost('k0', 300);

@@ -89,6 +89,26 @@ function reference(template: string, path: string): Record<string, string> | und
   return params;
 }
 
+test('static paths: each found by its own text among those of its length, long ones too', () => {
+  // Paths below 256 characters are compared with the static paths of their length; longer
+  // ones are looked up in a Map. Both must find exactly the registered text.
+  const long = `/v1/${'x'.repeat(300)}`;
+  const r = new Router<string>()
+    .add('GET', '/v1/aa', 'aa').add('GET', '/v1/ab', 'ab').add('POST', '/v1/ab', 'ab-post').add('GET', '/v1/b', 'b')
+    .add('GET', long, 'long').add('GET', '/v1/{id}', 'param');
+  const table: Array<[string, string, string]> = [
+    ['GET', '/v1/aa', 'found:aa'], ['GET', '/v1/ab', 'found:ab'], ['POST', '/v1/ab', 'found:ab-post'],
+    ['HEAD', '/v1/ab', 'found:ab'], ['GET', '/v1/b', 'found:b'], ['GET', long, 'found:long'],
+    ['DELETE', '/v1/aa', 'method_not_allowed'], ['DELETE', long, 'method_not_allowed'],
+    ['GET', '/v1/ac', 'found:param'], ['GET', `${long}y`, 'found:param'], ['GET', `${long}/y`, 'not_found'], ['GET', `/v1/${'x'.repeat(299)}y`, 'found:param'],
+    ['GET', '/v1/AA', 'found:param'], ['GET', '/v2/aa', 'not_found'],
+  ];
+  for (const [method, path, want] of table) {
+    const m = r.match(method, path);
+    assert.equal(m.kind === 'found' ? `found:${m.handler}` : m.kind, want, `${method} ${path.slice(0, 40)}`);
+  }
+});
+
 test('dynamic templates match exactly as splitting on slashes would, over generated paths', () => {
   // A small deterministic generator (no Math.random: a failure can be replayed).
   let seed = 12345;
