@@ -19,7 +19,7 @@
 //   BENCH_BEFORE        path of an older dist/petstore.js: adds the row `petstore@before` to every
 //                       petstore scenario (and `petstore+log@before` beside `petstore+log`), for
 //                       before/after ratios from one run
-//   BENCH_SEED_CEILINGS 1 to send the ceilings the 200 seeding creates too (see docs/performance.md)
+//   BENCH_SEED_CEILINGS 0 to spare the ceilings the 200 seeding creates every other server gets (see docs/performance.md)
 //   BENCH_CEILING_WORK  rounds of extra work per request of `ceiling+work` (peers/ceiling.mjs --work)
 //   BENCH_PETSTORE_LOG  petstore's --log-level for the `petstore` rows (warn: no request log, like the peers)
 //   BENCH_STARTUP_RUNS  runs of the startup measurement (20)
@@ -180,9 +180,12 @@ async function runScenario(scenario, tmp) {
       live.push(server);
       row.server = server;
       if (server.notFirst) log(`${scenario.id}/${name}: ready line: ${server.notFirst}`);
-      // (The ceilings have nothing to store; BENCH_SEED_CEILINGS=1 sends them the same 200 creates
-      // all the same, so node's own code has seen the same requests in every server before the rounds.)
-      if (!name.startsWith('ceiling') || env.BENCH_SEED_CEILINGS === '1') await seed(server);
+      // Every server gets the same 200 creates first, the ceilings too though they keep nothing:
+      // node's own code (the parser's callbacks, streams, nextTick) is compiled for the requests
+      // it has seen, and a ceiling that saw GETs alone runs it about 2,000 instructions a request
+      // cheaper than any server that took a create (docs/performance.md). BENCH_SEED_CEILINGS=0
+      // spares the ceilings, as the runs before 2026-11-29 did.
+      if (!name.startsWith('ceiling') || env.BENCH_SEED_CEILINGS !== '0') await seed(server);
       const check = await http(`${server.url}${scenario.path}`, scenario.request);
       if (check.status !== scenario.expect) {
         throw new Error(`check failed: expected ${scenario.expect}, got ${check.status ?? check.error?.message} ${(check.text ?? '').slice(0, 200)}`);
