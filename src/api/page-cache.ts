@@ -65,13 +65,6 @@ const LINK_BYTES = 64 + 2 * (16 + 2 * MAX_KEPT_LINK);
  */
 class BoundedBytes<K extends string | number, T extends { body: Buffer; used?: boolean }> {
   protected readonly entries = new Map<K, T>();
-  /**
-   * The entry last found by PageCache.get and its key (a copy of its own): a client asks for the
-   * same page again and again, and its query string, a fresh string each time, is then compared
-   * with this one instead of being hashed for the Map. Any change to the entries forgets it.
-   */
-  protected lastKey: K | undefined = undefined;
-  protected lastEntry: T | undefined = undefined;
   readonly #maxEntries: number;
   readonly #maxBytes: number;
   /** What each entry costs beside its body and key (a page: room for its link). */
@@ -114,11 +107,8 @@ class BoundedBytes<K extends string | number, T extends { body: Buffer; used?: b
     return this.#entryBytes + (typeof key === 'string' ? stringBytes(key) : NUMBER_KEY_BYTES) + bodyLength + BUFFER_OVERHEAD;
   }
 
-  /** Forgets the entry last found (see lastKey). */
-  protected forget(): void {
-    this.lastKey = undefined;
-    this.lastEntry = undefined;
-  }
+  /** Called before any change to the entries (a subclass that remembers one forgets it). */
+  protected forget(): void {}
 
   #drop(key: K): void {
     const entry = this.entries.get(key);
@@ -129,7 +119,6 @@ class BoundedBytes<K extends string | number, T extends { body: Buffer; used?: b
 
   /** Drops the least recently used entry (CLOCK): used ones get a second chance at the back. */
   #evictOne(): void {
-    this.forget();
     for (const [key, entry] of this.entries) {
       this.entries.delete(key);
       if (entry.used === true) {
@@ -152,19 +141,31 @@ class BoundedBytes<K extends string | number, T extends { body: Buffer; used?: b
 export class PageCache extends BoundedBytes<string, CachedPage> {
   static readonly MAX_PAGES = 1024;
   static readonly MAX_BYTES = 16 * 1024 * 1024;
+  /**
+   * The page last found and its key (a copy of its own): a client asks for the same page again
+   * and again, and its query string, a fresh string each time, is then compared with this one
+   * instead of being hashed for the Map. Any change to the entries forgets it.
+   */
+  #lastKey: string | undefined = undefined;
+  #lastPage: CachedPage | undefined = undefined;
 
   constructor(maxPages = PageCache.MAX_PAGES, maxBytes = PageCache.MAX_BYTES) {
     super(maxPages, maxBytes, ENTRY_OVERHEAD + LINK_BYTES);
   }
 
+  protected override forget(): void {
+    this.#lastKey = undefined;
+    this.#lastPage = undefined;
+  }
+
   get(key: string, store: PageVersion): CachedPage | undefined {
     let page: CachedPage | undefined;
-    if (key === this.lastKey) page = this.lastEntry;
+    if (key === this.#lastKey) page = this.#lastPage;
     else {
       page = this.entries.get(key);
       if (page !== undefined) {
-        this.lastKey = ownedString(key);
-        this.lastEntry = page;
+        this.#lastKey = ownedString(key);
+        this.#lastPage = page;
       }
     }
     if (page === undefined || page.generation !== store.generation) return undefined;

@@ -173,10 +173,6 @@ export function parseCursor(raw: string | undefined): number | undefined | ApiEr
 }
 
 /**
- * The petId path segment. Not a decimal integer, or outside int64: 400. Well-formed: the
- * number (ids beyond the safe range cannot exist, so they map to a 404 via Infinity).
- */
-/**
  * The id a petId of 1 to 15 ASCII digits names (how ids are sent), read without a regular
  * expression; -1 for any other form, which parsePetId() then reads or refuses.
  */
@@ -192,6 +188,10 @@ export function plainPetId(raw: string): number {
   return id;
 }
 
+/**
+ * The petId path segment. Not a decimal integer, or outside int64: 400. Well-formed: the
+ * number (ids beyond the safe range cannot exist, so they map to a 404 via Infinity).
+ */
 export function parsePetId(raw: string): number | ApiError {
   if (!/^-?[0-9]{1,20}$/.test(raw)) {
     return new ApiError('invalid_request', `Path parameter petId must be a decimal integer, got "${clip(raw, 40)}".`);

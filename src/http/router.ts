@@ -19,11 +19,10 @@ interface PathEntry<H> {
   /** The parameters' names in order, and an object with each as a field: what a match copies. */
   readonly names: readonly string[];
   readonly shape: Readonly<Record<string, string>>;
-  readonly methods: Map<string, H>;
   /**
-   * The same as `methods`, looked up by a loop of string comparisons: a path has a handful of
-   * methods, and node hands over the method as one of its own constant strings, which compare
-   * with ours at once (a Map hashes it first).
+   * The path's methods and their handlers, side by side, looked up by a loop of string
+   * comparisons: a path has a handful, and node hands over the method as one of its own
+   * constant strings, which compare with ours at once (a Map would hash it first).
    */
   readonly methodList: string[];
   readonly handlerList: H[];
@@ -53,11 +52,10 @@ export class Router<H> {
   /** Register `handler` for `method` on `template` (e.g. "/v1/pets/{petId}"). */
   add(method: string, template: string, handler: H): this {
     const entry = this.#entry(template);
-    if (entry.methods.has(method)) throw new Error(`route ${method} ${template} registered twice`);
-    entry.methods.set(method, handler);
+    if (entry.methodList.includes(method)) throw new Error(`route ${method} ${template} registered twice`);
     entry.methodList.push(method);
     entry.handlerList.push(handler);
-    entry.allow = allowHeader(entry.methods);
+    entry.allow = allowHeader(entry.methodList);
     refresh(entry);
     return this;
   }
@@ -109,7 +107,7 @@ export class Router<H> {
     const shape: Record<string, string> = {};
     for (const name of names) shape[name] = '';
     const entry: PathEntry<H> = {
-      template, literals, names, shape, methods: new Map(), methodList: [], handlerList: [], allow: '', foundMethods: [], found: [],
+      template, literals, names, shape, methodList: [], handlerList: [], allow: '', foundMethods: [], found: [],
       refused: NOT_FOUND, otherwise: undefined,
     };
     if (template.includes('{')) this.#dynamic.push(entry);
@@ -127,7 +125,7 @@ function refresh<H>(entry: PathEntry<H>): void {
   if (!entry.template.includes('{')) {
     entry.foundMethods.length = 0;
     entry.found.length = 0;
-    for (const m of [...entry.methods.keys(), 'HEAD']) {
+    for (const m of [...entry.methodList, 'HEAD']) {
       if (entry.foundMethods.includes(m)) continue;
       entry.foundMethods.push(m);
       entry.found.push(pick(entry, m, NO_PARAMS));
@@ -167,8 +165,8 @@ const BOUNDS = new Int32Array(MAX_PARAMS * 2);
 
 /**
  * Matches `path` against a template by walking the string, without splitting it. Each literal
- * must stand at its place (compared as a copy of the path's text there); each parameter runs from there to the next slash (or the path's
- * end) and is not empty; the last literal must end the path. The params object is made only
+ * must stand at its place (compared as a copy of the path's text there); each parameter runs
+ * from there to the next slash (or the path's end) and is not empty; the last literal must end the path. The params object is made only
  * for a match, as a copy of the entry's shape with the values filled in: every match of a
  * route gives an object of one hidden class, its fields written in place (adding them one by
  * one, by a name known only at run time, costs as much as the rest of the match).
@@ -201,8 +199,8 @@ function matchSegments(entry: PathEntry<unknown>, path: string): Record<string, 
   return params;
 }
 
-function allowHeader<H>(methods: Map<string, H>): string {
-  const names = [...methods.keys()];
+function allowHeader(methods: readonly string[]): string {
+  const names = [...methods];
   if (names.includes('GET') && !names.includes('HEAD')) names.push('HEAD');
   return names.join(', ');
 }
