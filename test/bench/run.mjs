@@ -10,6 +10,9 @@
 // Environment (all optional):
 //   BENCH_SECONDS       seconds per timed round (5)
 //   BENCH_ROUNDS        timed rounds per server and scenario (3)
+//   BENCH_SLICES        slices per round (1): with N, each server's BENCH_SECONDS of a round are
+//                       run as N slices of BENCH_SECONDS/N seconds, the servers taking turns slice
+//                       by slice, and the round's figure is the sum of its slices (see below)
 //   BENCH_WARMUP        seconds of warm-up per server and scenario (2)
 //   BENCH_CONNECTIONS   wrk connections for the GET scenarios (64; POST always uses 64)
 //   BENCH_SCENARIOS     comma list of: list, get, create, nokey, badlimit, startup (all)
@@ -37,6 +40,10 @@ const env = process.env;
 // wrk takes whole seconds.
 const SECONDS = Math.max(1, Math.round(Number(env.BENCH_SECONDS ?? 5)));
 const ROUNDS = Math.max(1, Math.round(Number(env.BENCH_ROUNDS ?? 3)));
+// A round in slices: the servers of a scenario take turns every SECONDS / SLICES seconds, so a
+// spell of the machine shorter than a round falls on all of them alike instead of on one.
+const SLICES = Math.max(1, Math.min(SECONDS, Math.round(Number(env.BENCH_SLICES ?? 1))));
+const SLICE_SECONDS = Math.max(1, Math.round(SECONDS / SLICES));
 const WARMUP = Math.max(0, Math.round(Number(env.BENCH_WARMUP ?? 2)));
 const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 64);
 const STARTUP_RUNS = Number(env.BENCH_STARTUP_RUNS ?? 20);
@@ -208,28 +215,34 @@ async function runScenario(scenario, tmp) {
     }
   }
   for (let round = 0; round < ROUNDS; round++) {
-    // Interleave: every server once per round, and a different one first each round.
+    // Interleave: every server once per round (once per slice of it), and a different one
+    // first each round.
     const order = runnable.filter((r) => !r.failure);
-    for (let k = 0; k < order.length; k++) {
-      const row = order[(k + round) % order.length];
-      log(`${scenario.id}/${row.name}: round ${round + 1}/${ROUNDS}`);
-      try {
-        const report = await runWrk({
-          url: `${row.server.url}${scenario.path}`,
-          script: scenario.script,
-          seconds: SECONDS,
-          connections,
-          expect: scenario.expect,
-        });
-        row.rounds.push(report);
-      } catch (err) {
-        row.failure = err.message.split('\n')[0];
-        log(`${scenario.id}/${row.name}: ${err.message}`);
-      }
-      if (row.server.proc.exitCode !== null || row.server.proc.signalCode !== null) {
-        row.failure = `server died: ${row.server.stderr().trim().split('\n').slice(-3).join(' | ')}`;
+    const slices = new Map(order.map((row) => [row, []]));
+    for (let slice = 0; slice < SLICES; slice++) {
+      for (let k = 0; k < order.length; k++) {
+        const row = order[(k + round + slice) % order.length];
+        if (row.failure) continue;
+        log(`${scenario.id}/${row.name}: round ${round + 1}/${ROUNDS}${SLICES > 1 ? `, slice ${slice + 1}/${SLICES}` : ''}`);
+        try {
+          const report = await runWrk({
+            url: `${row.server.url}${scenario.path}`,
+            script: scenario.script,
+            seconds: SLICE_SECONDS,
+            connections,
+            expect: scenario.expect,
+          });
+          slices.get(row).push(report);
+        } catch (err) {
+          row.failure = err.message.split('\n')[0];
+          log(`${scenario.id}/${row.name}: ${err.message}`);
+        }
+        if (row.server.proc.exitCode !== null || row.server.proc.signalCode !== null) {
+          row.failure = `server died: ${row.server.stderr().trim().split('\n').slice(-3).join(' | ')}`;
+        }
       }
     }
+    for (const [row, reports] of slices) if (!row.failure && reports.length > 0) row.rounds.push(joinSlices(reports));
   }
   for (const server of live) {
     const { code, signal } = await server.stop();
@@ -237,6 +250,30 @@ async function runScenario(scenario, tmp) {
     if (code !== 0) row.exit = `exit ${code ?? signal}`;
   }
   return { scenario, connections, rows: [...rows.values()] };
+}
+
+/**
+ * One round's report from its slices: counts and time added up, each latency percentile the
+ * median of the slices' own (wrk reports percentiles, which do not add up).
+ */
+function joinSlices(reports) {
+  if (reports.length === 1) return reports[0];
+  const sum = (field) => reports.reduce((total, r) => total + (r[field] ?? 0), 0);
+  return {
+    requests: sum('requests'),
+    duration_us: sum('duration_us'),
+    connect: sum('connect'),
+    read: sum('read'),
+    write: sum('write'),
+    timeout: sum('timeout'),
+    non2xx: sum('non2xx'),
+    unexpected: reports.every((r) => r.unexpected === null) ? null : sum('unexpected'),
+    p50_us: median(reports.map((r) => r.p50_us)),
+    p90_us: median(reports.map((r) => r.p90_us)),
+    p99_us: median(reports.map((r) => r.p99_us)),
+    max_us: Math.max(...reports.map((r) => r.max_us)),
+    slices: reports.length,
+  };
 }
 
 /**
@@ -389,7 +426,7 @@ const header = [
   `# petstore benchmark, ${started.toISOString()}`,
   '',
   `commit ${gitDescribe()}; node ${process.version}; ${cpus()[0]?.model ?? 'cpu?'} x${cpus().length}; ` +
-    `server on CPU 0, wrk -t1 and this harness (which drains the servers' logs) on CPU 1; ${ROUNDS} rounds x ${SECONDS}s (median), ${WARMUP}s warm-up, ${SEED} pets seeded; ` +
+    `server on CPU 0, wrk -t1 and this harness (which drains the servers' logs) on CPU 1; ${ROUNDS} rounds x ${SECONDS}s (median)${SLICES > 1 ? ` in ${SLICES} slices of ${SLICE_SECONDS}s, the servers taking turns slice by slice` : ''}, ${WARMUP}s warm-up, ${SEED} pets seeded; ` +
     "peers' store: petstore's build/src/store/index.js; " +
     `petstore --log-level ${env.BENCH_PETSTORE_LOG ?? 'warn'}; ` +
     `load average ${loadBefore.toFixed(2)} at start, ${loadavg()[0].toFixed(2)} at end (above ~0.5, other processes share the CPUs and the numbers are noisy).`,
