@@ -166,10 +166,11 @@ const BOUNDS = new Int32Array(MAX_PARAMS * 2);
 /**
  * Matches `path` against a template by walking the string, without splitting it. Each literal
  * must stand at its place (compared as a copy of the path's text there); each parameter runs
- * from there to the next slash (or the path's end) and is not empty; the last literal must end the path. The params object is made only
- * for a match, as a copy of the entry's shape with the values filled in: every match of a
- * route gives an object of one hidden class, its fields written in place (adding them one by
- * one, by a name known only at run time, costs as much as the rest of the match).
+ * from there to the next slash (or the path's end) and is not empty; the last literal must end
+ * the path. The params object is made only for a match, as a copy of the entry's shape with the
+ * values filled in: every match of a route gives an object of one hidden class, its fields
+ * written in place (adding them one by one, by a name known only at run time, costs as much as
+ * the rest of the match).
  */
 function matchSegments(entry: PathEntry<unknown>, path: string): Record<string, string> | undefined {
   const literals = entry.literals;

@@ -15,13 +15,12 @@
 // bundle, after / before, and the p99 latencies beside requests/s. It ends with how many runs
 // had list and get at or above BENCH_TARGET (0.85) of their ceilings.
 //
-// Settings: BENCH_RUNS (3), BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_SLICES (1: with N, each
-// round's seconds per server run in N slices, see run.mjs), BENCH_WARMUP (2),
+// Settings: BENCH_RUNS (3), BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_WARMUP (2),
 // BENCH_SCENARIOS (list,get,create), BENCH_TARGET (0.85), BENCH_BEFORE (a bundle) or
 // BENCH_BEFORE_REV (a git revision, built into a temporary folder with build.mjs),
 // BENCH_CEILING_WORK (N: list and get also run `ceiling+work`, the ceiling with N rounds of
 // extra work per request, see peers/ceiling.mjs; the table adds ceiling+work / ceiling), and
-// run.mjs's own (BENCH_CONNECTIONS, BENCH_NO_PIN, BENCH_TMPDIR). The service is built once
+// run.mjs's own (BENCH_CONNECTIONS, BENCH_SLICES, BENCH_NO_PIN, BENCH_TMPDIR). The service is built once
 // first (`node build.mjs --tests`), unless BENCH_BUILD=0. Every run.mjs's results/latest.json
 // is kept in results/ceiling-runs/ (run-N-SCENARIOS.json); the table goes to
 // results/ceiling-runs.md too.
@@ -39,10 +38,6 @@ const SCENARIOS = (env.BENCH_SCENARIOS ?? 'list,get,create').split(',').map((s) 
 const CEILING = { list: 'ceiling', get: 'ceiling', create: 'ceiling+store' };
 const OUT = join(BENCH_DIR, 'results', 'ceiling-runs');
 const WORK = env.BENCH_CEILING_WORK;
-// BENCH_SLICES=N runs each round in N slices, the servers taking turns slice by slice (run.mjs):
-// the two sides of a ratio are then measured in the same seconds. 1 (the default) runs the
-// rounds whole; docs/performance.md compares the two.
-const SLICES = String(Math.max(1, Math.round(Number(env.BENCH_SLICES ?? 1))));
 
 function log(...args) {
   console.error('[ceiling-runs]', ...args);
@@ -74,7 +69,6 @@ function runBench(before, scenarios, ceiling, kept) {
     BENCH_SCENARIOS: scenarios.join(','),
     BENCH_SERVERS: servers.join(','),
     BENCH_ROUNDS: ROUNDS,
-    BENCH_SLICES: SLICES,
     BENCH_BUILD: '0',
     ...(before ? { BENCH_BEFORE: before } : {}),
   };
@@ -168,7 +162,7 @@ try {
     `# petstore against its ceiling, ${started.toISOString()}`,
     '',
     `petstore: commit ${rev}${before ? `; before: ${env.BENCH_BEFORE_REV ? `${env.BENCH_BEFORE_REV} (built)` : before}` : ''}; node ${process.version}; ` +
-      `${RUNS} run${RUNS === 1 ? '' : 's'} of run.mjs, each ${ROUNDS} interleaved rounds of ${env.BENCH_SECONDS ?? 5} s${Number(SLICES) > 1 ? ` (each in ${SLICES} slices, the servers taking turns slice by slice)` : ''} after ${env.BENCH_WARMUP ?? 2} s of warm-up, ` +
+      `${RUNS} run${RUNS === 1 ? '' : 's'} of run.mjs, each ${ROUNDS} interleaved rounds of ${env.BENCH_SECONDS ?? 5} s${Number(env.BENCH_SLICES ?? 1) > 1 ? ` (each in ${env.BENCH_SLICES} slices, the servers taking turns slice by slice)` : ''} after ${env.BENCH_WARMUP ?? 2} s of warm-up, ` +
       `${env.BENCH_CONNECTIONS ?? 64} connections (create: 64), server on CPU 0, wrk on CPU 1; load average ${loadavg()[0].toFixed(2)} at the end. ` +
       'Ratios of the medians of the rounds, the paired ratio (median of the rounds\' own ratios) in brackets.',
     '',

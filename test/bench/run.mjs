@@ -11,7 +11,8 @@
 //   BENCH_SECONDS       seconds per timed round (5)
 //   BENCH_ROUNDS        timed rounds per server and scenario (3)
 //   BENCH_SLICES        slices per round (1): with N, each server's BENCH_SECONDS of a round are
-//                       run as N slices of BENCH_SECONDS/N seconds, the servers taking turns slice
+//                       run as N slices of BENCH_SECONDS/N seconds (whole seconds: wrk takes no
+//                       fractions, so 5 s in 2 slices is 2 x 3 s), the servers taking turns slice
 //                       by slice, and the round's figure is the sum of its slices (see below)
 //   BENCH_WARMUP        seconds of warm-up per server and scenario (2)
 //   BENCH_CONNECTIONS   wrk connections for the GET scenarios (64; POST always uses 64)
