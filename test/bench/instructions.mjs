@@ -24,6 +24,11 @@
 // spares them (the ceilings then count about 2,000 instructions fewer per GET).
 // `ceiling+work` is the ceiling with BENCH_CEILING_WORK rounds of extra work per request
 // (peers/ceiling.mjs --work): counted here to set the rounds to a server's extra instructions.
+// INSTR_CACHE=1 also simulates the caches (callgrind --cache-sim=yes: first-level instruction
+// and data caches and the last level, sized like this machine's; slower) and adds a table of
+// first-level misses per request: instruction fetches, data reads, data writes. A miss costs
+// some ten cycles, an instruction about one: code that executes few instructions but many
+// distinct cache lines of machine code per request is slower than its count says.
 // `petstore+log` is petstore as shipped, access log on (its stdout drained by this script);
 // `petstore+log@before` the same with the BENCH_BEFORE bundle.
 // `shared` (and `shared@before`, with BENCH_BEFORE) run the same bundle on a PostgreSQL store
@@ -51,6 +56,7 @@ const WARM = Number(env.INSTR_WARMUP ?? 4000);
 const C = Number(env.INSTR_CONNECTIONS ?? 1);
 const RUNS = Number(env.INSTR_RUNS ?? 2);
 const MAIN_ONLY = env.INSTR_THREADS === 'main';
+const CACHE = env.INSTR_CACHE === '1';
 const PATHS = { list: '/pets?limit=20', get: '/pets/100', create: '/pets' };
 /** What a scenario sends besides a GET, and the status it must get. */
 const SENDS = { create: { method: 'POST', body: '{"name":"bench-pet","categoryId":3,"status":"available"}', status: 201 } };
@@ -93,7 +99,7 @@ async function count(name, scenario) {
   const out = join(tmpdir(), `petstore-instructions-${process.pid}-${name.replace(/\W/g, '_')}-${scenario}-${Math.random().toString(36).slice(2)}`);
   const peer = name.startsWith('ceiling');
   const backend = name.startsWith('shared') ? await sharedBackendArgs() : undefined;
-  const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file', ...(MAIN_ONLY ? ['--separate-threads=yes'] : []),
+  const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, '--smc-check=all-non-file', ...(CACHE ? ['--cache-sim=yes'] : []), ...(MAIN_ONLY ? ['--separate-threads=yes'] : []),
     process.execPath, script, '--config', CONFIG, ...(backend !== undefined ? backend : name.startsWith('file') ? ['--data', join(FILE_DIR, `${out.slice(out.lastIndexOf('/') + 1)}.json`)] : ['--memory']), '--port', '0', ...(name === 'ceiling+work' ? PEERS['ceiling+work'].args : []), ...(peer ? [] : ['--log-level', name.startsWith('petstore+log') ? 'info' : 'warn'])];
   const proc = spawn('valgrind', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
@@ -160,7 +166,8 @@ async function count(name, scenario) {
   }
   // With separate threads, one file per thread (-01 the main thread) and `out` itself is not written.
   const main = MAIN_ONLY ? `${out}-01` : out;
-  const totals = /^totals: (\d+)/m.exec(readFileSync(main, 'utf8'));
+  const output = readFileSync(main, 'utf8');
+  const totals = /^totals: (\d+)/m.exec(output);
   if (env.INSTR_KEEP === undefined) {
     rmSync(out, { force: true });
     if (MAIN_ONLY) for (let t = 1; t <= 64; t++) rmSync(`${out}-${String(t).padStart(2, '0')}`, { force: true });
@@ -168,11 +175,14 @@ async function count(name, scenario) {
     process.stderr.write(`callgrind output kept: ${main}\n`);
   }
   if (totals === null) throw new Error(`${name}: no totals in the callgrind output`);
-  return Number(totals[1]) / N;
+  // With --cache-sim the events are Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw.
+  const events = /^totals: ([\d ]+)$/m.exec(output)?.[1].split(' ').map(Number) ?? [];
+  return { instructions: Number(totals[1]) / N, misses: CACHE ? [events[3], events[4], events[5]].map((v) => (v ?? NaN) / N) : undefined };
 }
 
 const lines = [`Instructions per request (callgrind, user space${MAIN_ONLY ? ', main thread only' : ''}): ${N} requests after ${WARM} of warm-up, ${C} connection(s), node ${process.version}; ${RUNS} runs each.`, ''];
 lines.push(`| scenario | ${SERVERS.join(' | ')} |`, `|---|${SERVERS.map(() => '---:|').join('')}`);
+const missRows = [];
 for (const scenario of SCENARIOS) {
   const jobs = [];
   for (const name of SERVERS) for (let r = 0; r < RUNS; r++) jobs.push({ name });
@@ -184,12 +194,22 @@ for (const scenario of SCENARIOS) {
     const counts = await Promise.all(pair.map((j) => count(j.name, scenario)));
     pair.forEach((j, k) => results.get(j.name).push(counts[k]));
   }
+  // The misses of the run with the median instruction count (runs of one server, side by side).
+  const misses = (values) => {
+    const sorted = [...values].sort((a, b) => a.instructions - b.instructions);
+    return sorted[Math.floor((sorted.length - 1) / 2)].misses.map((v) => Math.round(v).toLocaleString('en-US')).join(' / ');
+  };
+  if (CACHE) missRows.push(`| ${scenario} | ${SERVERS.map((n) => misses(results.get(n))).join(' | ')} |`);
   const cell = (values) => {
     const sorted = [...values].sort((a, b) => a - b);
     const mid = sorted[Math.floor((sorted.length - 1) / 2)];
     return `${Math.round(mid).toLocaleString('en-US')} (${sorted.map((v) => Math.round(v / 100) / 10).join(' / ')}k)`;
   };
-  lines.push(`| ${scenario} | ${SERVERS.map((n) => cell(results.get(n))).join(' | ')} |`);
+  lines.push(`| ${scenario} | ${SERVERS.map((n) => cell(results.get(n).map((r) => r.instructions))).join(' | ')} |`);
+}
+if (CACHE) {
+  lines.push('', 'First-level cache misses per request (callgrind --cache-sim=yes; instruction fetch / data read / data write), of the run with the median count:', '');
+  lines.push(`| scenario | ${SERVERS.join(' | ')} |`, `|---|${SERVERS.map(() => '---:|').join('')}`, ...missRows);
 }
 if (perBatch.size > 0) lines.push('', `Creates per batch statement in the counted window (run by run): ${[...perBatch].map(([n, v]) => `${n} ${v.join(' / ')}`).join('; ')}`);
 process.stdout.write(`${lines.join('\n')}\n`);
