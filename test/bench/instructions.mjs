@@ -166,19 +166,20 @@ async function count(name, scenario) {
   }
   // With separate threads, one file per thread (-01 the main thread) and `out` itself is not written.
   const main = MAIN_ONLY ? `${out}-01` : out;
-  const output = readFileSync(main, 'utf8');
-  const totals = /^totals: (\d+)/m.exec(output);
+  // The events are Ir, and with --cache-sim Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw after it.
+  const totals = /^totals: ([\d ]+)$/m.exec(readFileSync(main, 'utf8'))?.[1].split(' ').map((v) => Number(v) / N);
   if (env.INSTR_KEEP === undefined) {
     rmSync(out, { force: true });
     if (MAIN_ONLY) for (let t = 1; t <= 64; t++) rmSync(`${out}-${String(t).padStart(2, '0')}`, { force: true });
   } else {
     process.stderr.write(`callgrind output kept: ${main}\n`);
   }
-  if (totals === null) throw new Error(`${name}: no totals in the callgrind output`);
-  // With --cache-sim the events are Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw.
-  const events = /^totals: ([\d ]+)$/m.exec(output)?.[1].split(' ').map(Number) ?? [];
-  return { instructions: Number(totals[1]) / N, misses: CACHE ? [events[3], events[4], events[5]].map((v) => (v ?? NaN) / N) : undefined };
+  if (totals === undefined) throw new Error(`${name}: no totals in the callgrind output`);
+  return { instructions: totals[0], misses: CACHE ? totals.slice(3, 6) : undefined };
 }
+
+/** The middle value of `sorted` (the lower of the two middle ones for an even count). */
+const middle = (sorted) => sorted[Math.floor((sorted.length - 1) / 2)];
 
 const lines = [`Instructions per request (callgrind, user space${MAIN_ONLY ? ', main thread only' : ''}): ${N} requests after ${WARM} of warm-up, ${C} connection(s), node ${process.version}; ${RUNS} runs each.`, ''];
 lines.push(`| scenario | ${SERVERS.join(' | ')} |`, `|---|${SERVERS.map(() => '---:|').join('')}`);
@@ -195,15 +196,11 @@ for (const scenario of SCENARIOS) {
     pair.forEach((j, k) => results.get(j.name).push(counts[k]));
   }
   // The misses of the run with the median instruction count (runs of one server, side by side).
-  const misses = (values) => {
-    const sorted = [...values].sort((a, b) => a.instructions - b.instructions);
-    return sorted[Math.floor((sorted.length - 1) / 2)].misses.map((v) => Math.round(v).toLocaleString('en-US')).join(' / ');
-  };
+  const misses = (values) => middle([...values].sort((a, b) => a.instructions - b.instructions)).misses.map((v) => Math.round(v).toLocaleString('en-US')).join(' / ');
   if (CACHE) missRows.push(`| ${scenario} | ${SERVERS.map((n) => misses(results.get(n))).join(' | ')} |`);
   const cell = (values) => {
     const sorted = [...values].sort((a, b) => a - b);
-    const mid = sorted[Math.floor((sorted.length - 1) / 2)];
-    return `${Math.round(mid).toLocaleString('en-US')} (${sorted.map((v) => Math.round(v / 100) / 10).join(' / ')}k)`;
+    return `${Math.round(middle(sorted)).toLocaleString('en-US')} (${sorted.map((v) => Math.round(v / 100) / 10).join(' / ')}k)`;
   };
   lines.push(`| ${scenario} | ${SERVERS.map((n) => cell(results.get(n).map((r) => r.instructions))).join(' | ')} |`);
 }
