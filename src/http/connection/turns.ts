@@ -213,8 +213,10 @@ export function takeTurns(listener: RequestListener): TurnsListener {
     listener(req, res);
     // An answer counts until it has gone out (to the socket, and from it to the kernel), so
     // a client that does not read is not read either. One answered at once and already out
-    // (the common case: the socket took it whole) has nothing left to wait for.
-    if (res.writableFinished) return;
+    // (the common case: the socket took it whole) has nothing left to wait for. (Not
+    // res.writableFinished: from node 24 on it turns true only once the write's callback has
+    // run, a tick later, so every answer would count, with a 'close' listener each.)
+    if (res.writableEnded && res.writableLength === 0) return;
     conn.outstanding++;
     outstandingTotal++;
     // ('close' comes once per response: no once() wrapper needed.)

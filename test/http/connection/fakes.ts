@@ -34,15 +34,23 @@ export class FakeSocket extends EventEmitter {
   }
 }
 
-/** A response: answered() is its 'close' once the answer has gone out. */
+/** A response: answered() is its 'close' once the answer has gone out (ended, nothing left to write). */
 export class FakeResponse extends EventEmitter {
-  writableFinished = false;
+  writableEnded = false;
+  writableLength = 0;
   constructor(readonly req: FakeRequest) {
     super();
   }
 
+  /** Ended, with `bytes` the socket has not taken yet. */
+  ended(bytes: number): void {
+    this.writableEnded = true;
+    this.writableLength = bytes;
+  }
+
   answered(): void {
-    this.writableFinished = true;
+    this.writableEnded = true;
+    this.writableLength = 0;
     this.emit('close');
   }
 }

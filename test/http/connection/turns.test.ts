@@ -4,7 +4,8 @@
 // a connection until half of them are answered; a closed connection's queue is dropped.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { IncomingMessage, ServerResponse, createServer } from 'node:http';
+import { Socket, type AddressInfo } from 'node:net';
 import { MAX_OUTSTANDING, takeTurns } from '../../../src/http/connection/turns.js';
 import { MAX_OUTSTANDING_TOTAL, MAX_QUEUED, NEAR_MAX_QUEUED, NEW_PER_TURN, PER_TURN } from '../../../src/http/connection/bounds.js';
 import { FakeSocket, request, turns, type FakeResponse } from './fakes.js';
@@ -182,4 +183,54 @@ test('new connections: NEW_PER_TURN start being read a turn, one a turn while ha
   assert.deepEqual(later.map((s) => !s.paused), [false, true, true]);
   await turns(1);
   assert.ok(later.every((s) => !s.paused));
+});
+
+test('an answer the socket took whole does not count; one with bytes still to write counts until its close', async () => {
+  // Ended at once with nothing left: MAX_OUTSTANDING + 20 requests are all served, unanswered by any close.
+  const a = new FakeSocket();
+  let served = 0;
+  const counting = takeTurns((req, res) => {
+    served++;
+    (res as unknown as FakeResponse).ended(0);
+  });
+  for (let i = 1; i <= MAX_OUTSTANDING + 20; i++) counting(...request(a, 'GET', `a${i}`));
+  await turns((MAX_OUTSTANDING + 20) / PER_TURN + 5);
+  assert.equal(served, MAX_OUTSTANDING + 20);
+  assert.equal(a._paused, false);
+  // Ended with bytes the socket has not taken: each counts, and the connection stops at MAX_OUTSTANDING.
+  const b = new FakeSocket();
+  const pending: FakeResponse[] = [];
+  const slow = takeTurns((_req, res) => {
+    const r = res as unknown as FakeResponse;
+    r.ended(100);
+    pending.push(r);
+  });
+  for (let i = 1; i <= MAX_OUTSTANDING + 20; i++) slow(...request(b, 'GET', `b${i}`));
+  await turns((MAX_OUTSTANDING + 20) / PER_TURN + 5);
+  assert.equal(pending.length, MAX_OUTSTANDING);
+  assert.equal(b._paused, true);
+  for (const res of pending.splice(0)) res.answered();
+  await turns(10);
+  assert.equal(pending.length, 20, 'the rest is served once they are answered');
+});
+
+test(`node ${process.version}: a small answer ended at once has gone out when the listener returns (no 'close' listener is added)`, async () => {
+  let closeListeners = -1;
+  const turnsListener = takeTurns((_req, res) => {
+    res.end('{"ok":true}');
+  });
+  const server = createServer((req, res) => {
+    turnsListener(req, res);
+    closeListeners = res.listenerCount('close');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const before = new ServerResponse(new IncomingMessage(new Socket())).listenerCount('close');
+    const answer = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    assert.equal(await answer.text(), '{"ok":true}');
+    assert.equal(closeListeners, before, 'the answer was counted as not yet out');
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
 });
