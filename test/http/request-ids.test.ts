@@ -19,6 +19,17 @@ test('ids count from 1 in base 36 after a random prefix, as toString(36) writes 
   }
 });
 
+test('ids past 60 million and 2 billion (three and four high digits, then five) are the counter in base 36', () => {
+  for (const first of [36 ** 4 - 3, 36 ** 5 - 3, 36 ** 6 - 3]) {
+    const next = requestIds(first);
+    const id = next();
+    const prefix = /^[0-9a-f]{8}-/.exec(id)?.[0] ?? assert.fail(`id: ${id}`);
+    assert.equal(id, `${prefix}${first.toString(36)}`);
+    // Across the edge where the counter grows by a digit, and through a whole run of low digits.
+    for (let n = first + 1; n < first + 1400; n++) assert.equal(next(), `${prefix}${n.toString(36)}`, `id number ${n}`);
+  }
+});
+
 test('each instance has its own prefix and its own counter', () => {
   const a = requestIds();
   const b = requestIds();
