@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_CLOCK_OFFSET_MS, ManualClock, ServiceClock, serviceClock, systemClock } from '../../src/core/clock.js';
+import { MAX_CLOCK_OFFSET_MS, ManualClock, ServiceClock, serviceClock, systemClock, wallThroughMonotonic } from '../../src/core/clock.js';
 import type { Clock } from '../../src/core/types.js';
 
 /** A base clock the test moves by hand. */
@@ -94,4 +94,49 @@ test('serviceClock keeps a service clock given, wraps any other clock, and defau
   assert.equal(plain.now(), 7);
   const real = serviceClock(undefined);
   assert.ok(Math.abs(real.now() - systemClock.now()) < 60_000);
+});
+
+test('the wall clock is read once a window and carried forward by the monotonic clock in between', () => {
+  let wall = 1_700_000_000_123;
+  let mono = 50.25;
+  let reads = 0;
+  const now = wallThroughMonotonic(() => {
+    reads++;
+    return wall;
+  }, () => mono, 100);
+  assert.equal(reads, 1);
+  assert.equal(now(), 1_700_000_000_123);
+  // Within the window: the reading plus the monotonic time since, in whole ms, without reading the wall clock.
+  mono += 0.5;
+  wall += 0.5; // (Date.now() itself would still say ...123)
+  assert.equal(now(), 1_700_000_000_123);
+  mono += 41.7;
+  assert.equal(now(), 1_700_000_000_165);
+  assert.equal(reads, 1);
+  // The system clock is stepped back an hour by hand: seen once the window is over.
+  wall = 1_700_000_000_123 - 3_600_000 + 99;
+  mono = 50.25 + 99.9;
+  assert.equal(now(), 1_700_000_000_123 + 99);
+  assert.equal(reads, 1);
+  mono = 50.25 + 100;
+  assert.equal(now(), wall);
+  assert.equal(reads, 2);
+  mono += 10;
+  assert.equal(now(), wall + 10);
+  // A monotonic reading before the last one (never, from performance.now()) reads the wall clock again.
+  mono -= 20;
+  wall += 7;
+  assert.equal(now(), wall);
+  assert.equal(reads, 3);
+});
+
+test('the system clock reads the wall clock as Date.now() does, within a window', () => {
+  for (let i = 0; i < 1000; i++) {
+    const before = Date.now();
+    const read = systemClock.now();
+    const after = Date.now();
+    assert.ok(Number.isInteger(read), `${read}`);
+    // (Slew over one window is far under a ms; the reading plus its whole ms may lag by one.)
+    assert.ok(read >= before - 1 && read <= after, `${before} <= ${read} <= ${after}`);
+  }
 });
